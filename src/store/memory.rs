@@ -1,1 +1,2 @@
 //! memory
+pub struct MemoryStore;

@@ -1,1 +1,2 @@
 //! redis
+pub struct RedisStore;
