@@ -86,20 +86,34 @@ pub enum Scheme {
 impl Scheme {
     /// The `scheme = "…"` word.
     pub fn name(&self) -> &'static str {
-        todo!()
+        match self {
+            Scheme::Stripe => "stripe",
+            Scheme::Github => "github",
+            Scheme::Shopify => "shopify",
+            Scheme::Slack => "slack",
+            Scheme::Standard => "standard",
+            Scheme::Generic(_) => "generic",
+        }
     }
 
     /// Whether the scheme signs a timestamp (and so whether `tolerance` applies).
     pub fn signs_timestamp(&self) -> bool {
-        todo!()
+        match self {
+            Scheme::Stripe | Scheme::Slack | Scheme::Standard => true,
+            Scheme::Github | Scheme::Shopify => false,
+            Scheme::Generic(g) => g.timestamp_header.is_some(),
+        }
     }
 
     /// Turns a configured secret into the HMAC key this scheme uses
     /// (e.g. `standard` strips `whsec_` and decodes base64). The error names
     /// what is wrong with the value's shape, never the value.
     pub fn prepare_key(&self, secret: &Secret) -> Result<Secret, String> {
-        let _ = secret;
-        todo!()
+        match self {
+            Scheme::Standard => standard::prepare_key(secret),
+            _ if secret.expose().is_empty() => Err("secret is empty".to_owned()),
+            _ => Ok(secret.clone()),
+        }
     }
 
     /// Verifies a request: signature (any key, any signature value), then the
