@@ -5,10 +5,117 @@
 //! The modules follow a request's path:
 //!
 //! - [`config`]: the TOML file, validated into runtime types (secrets resolved).
+//! - [`route`]: the longest path prefix picks the `[[source]]`.
 //! - [`scheme`]: each sender's signature scheme; produces [`scheme::Verified`].
 //! - [`store`]: the nonce store (memory or Redis) that turns retries into duplicates.
+//! - [`forward`]: the pooled client to the app, header hygiene, timeouts.
+//! - [`pipeline`]: the DESIGN §3 order, top to bottom, ending in one [`outcome::Outcome`].
+//! - [`outcome`]: one variant per status-table row; the only place statuses are chosen.
+//! - [`admin`]: `/healthz`, `/readyz`, `/metrics`.
+//!
+//! Around them: [`cli`] (the command line), [`server`] (accept loop and drain),
+//! [`state`] (what requests share, swapped on reload), [`reload`], [`metrics`].
 #![forbid(unsafe_code)]
 
+pub mod admin;
+pub mod cli;
 pub mod config;
+pub mod forward;
+pub mod metrics;
+pub mod outcome;
+pub mod pipeline;
+pub mod reload;
+pub mod route;
 pub mod scheme;
+pub mod server;
+pub mod state;
 pub mod store;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::admin::Readiness;
+use crate::state::State;
+
+/// How long in-flight requests may take to finish after a shutdown signal
+/// (under Kubernetes' default 30 s termination grace).
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(25);
+
+/// The two already-bound listeners `run` serves.
+pub struct Listeners {
+    /// Where webhook senders connect.
+    pub public: TcpListener,
+    /// `/healthz`, `/readyz`, `/metrics`.
+    pub admin: TcpListener,
+}
+
+/// Serves until `shutdown` is cancelled, then drains in-flight requests and
+/// returns. Tests bind `127.0.0.1:0` and call this exactly as the binary does.
+pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: CancellationToken) {
+    for (name, listener) in [("public", &listeners.public), ("admin", &listeners.admin)] {
+        match listener.local_addr() {
+            Ok(addr) => tracing::info!(listener = name, addr = %addr, "listening"),
+            Err(e) => tracing::warn!(listener = name, error = %e, "listener has no local address"),
+        }
+    }
+    let readiness = Arc::new(Readiness::default());
+
+    let public = {
+        let state = Arc::clone(&state);
+        server::serve(
+            "public",
+            listeners.public,
+            move |request, peer| {
+                let state = Arc::clone(&state);
+                async move { pipeline::handle(&state, request, Some(peer.ip())).await }
+            },
+            shutdown.clone(),
+            SHUTDOWN_GRACE,
+        )
+    };
+
+    // The admin port outlives the public one so probes see the drain.
+    let admin_shutdown = CancellationToken::new();
+    let admin = {
+        let state = Arc::clone(&state);
+        let readiness = Arc::clone(&readiness);
+        server::serve(
+            "admin",
+            listeners.admin,
+            move |request, _peer| {
+                let state = Arc::clone(&state);
+                let readiness = Arc::clone(&readiness);
+                async move {
+                    admin::handle(&state, &readiness, request.method(), request.uri().path()).await
+                }
+            },
+            admin_shutdown.clone(),
+            Duration::from_secs(1),
+        )
+    };
+    let admin = tokio::spawn(admin);
+
+    let draining = {
+        let shutdown = shutdown.clone();
+        let readiness = Arc::clone(&readiness);
+        async move {
+            shutdown.cancelled().await;
+            readiness.start_draining();
+            tracing::info!("shutting down: draining in-flight requests");
+        }
+    };
+    tokio::join!(public, draining);
+    admin_shutdown.cancel();
+    let _ = admin.await;
+    tracing::info!("stopped");
+}
+
+/// Opens the store `[store]` asks for. Redis connects lazily: hookgate starts
+/// (and answers 503) even while Redis is still coming up.
+pub async fn open_store(config: &config::Store) -> Result<store::Store, store::Error> {
+    let _ = config;
+    todo!("after the store backends land")
+}

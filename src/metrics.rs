@@ -1,0 +1,227 @@
+//! Metrics, with the names and labels fixed by DESIGN §7.
+//!
+//! `prometheus-client` appends `_total` to counters, so counters are registered
+//! without it; the exposed names are the ones in the contract.
+
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SourceOutcome {
+    pub source: String,
+    pub outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SourceLabel {
+    pub source: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SourceClass {
+    pub source: String,
+    pub class: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SourceSecret {
+    pub source: String,
+    pub secret: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReloadResult {
+    pub result: &'static str,
+}
+
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+/// Latency buckets (seconds) wide enough for both an app's answer and a
+/// sender's clock skew: 5 ms up to 10 minutes.
+fn latency_histogram() -> Histogram {
+    Histogram::new([
+        0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 600.0,
+    ])
+}
+
+/// Every metric hookgate exposes.
+pub struct Metrics {
+    registry: Registry,
+    pub requests: Family<SourceOutcome, Counter>,
+    pub completion_latency: HistogramFamily<SourceLabel>,
+    pub upstream_duration: HistogramFamily<SourceLabel>,
+    pub upstream_responses: Family<SourceClass, Counter>,
+    pub signature_matches: Family<SourceSecret, Counter>,
+    pub dlq_depth: Gauge,
+    pub queue_depth: Family<SourceLabel, Gauge>,
+    pub store_errors: Counter,
+    pub config_reloads: Family<ReloadResult, Counter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        let requests = Family::<SourceOutcome, Counter>::default();
+        registry.register(
+            "hookgate_requests",
+            "Webhook requests by source and outcome",
+            requests.clone(),
+        );
+        let completion_latency: HistogramFamily<SourceLabel> =
+            Family::new_with_constructor(latency_histogram);
+        registry.register(
+            "hookgate_completion_latency_seconds",
+            "Seconds from the signed timestamp to the app's 2xx or the durable enqueue",
+            completion_latency.clone(),
+        );
+        let upstream_duration: HistogramFamily<SourceLabel> =
+            Family::new_with_constructor(latency_histogram);
+        registry.register(
+            "hookgate_upstream_duration_seconds",
+            "Seconds the app took to answer a forwarded request",
+            upstream_duration.clone(),
+        );
+        let upstream_responses = Family::<SourceClass, Counter>::default();
+        registry.register(
+            "hookgate_upstream_responses",
+            "App answers by class (2xx, 4xx, 5xx, error)",
+            upstream_responses.clone(),
+        );
+        let signature_matches = Family::<SourceSecret, Counter>::default();
+        registry.register(
+            "hookgate_signature_matches",
+            "Verified requests by the 0-based index of the secret that matched",
+            signature_matches.clone(),
+        );
+        let dlq_depth = Gauge::default();
+        registry.register(
+            "hookgate_dlq_depth",
+            "Entries in the dead-letter stream",
+            dlq_depth.clone(),
+        );
+        let queue_depth = Family::<SourceLabel, Gauge>::default();
+        registry.register(
+            "hookgate_queue_depth",
+            "Queued events not yet delivered",
+            queue_depth.clone(),
+        );
+        let store_errors = Counter::default();
+        registry.register(
+            "hookgate_store_errors",
+            "Store (Redis) operations that failed",
+            store_errors.clone(),
+        );
+        let config_reloads = Family::<ReloadResult, Counter>::default();
+        registry.register(
+            "hookgate_config_reloads",
+            "Config reloads by result",
+            config_reloads.clone(),
+        );
+        Metrics {
+            registry,
+            requests,
+            completion_latency,
+            upstream_duration,
+            upstream_responses,
+            signature_matches,
+            dlq_depth,
+            queue_depth,
+            store_errors,
+            config_reloads,
+        }
+    }
+
+    pub fn request(&self, source: &str, outcome: &'static str) {
+        self.requests
+            .get_or_create(&SourceOutcome {
+                source: source.to_owned(),
+                outcome,
+            })
+            .inc();
+    }
+
+    pub fn upstream_response(&self, source: &str, class: &'static str, seconds: f64) {
+        let label = SourceLabel {
+            source: source.to_owned(),
+        };
+        self.upstream_duration.get_or_create(&label).observe(seconds);
+        self.upstream_responses
+            .get_or_create(&SourceClass {
+                source: label.source,
+                class,
+            })
+            .inc();
+    }
+
+    pub fn signature_match(&self, source: &str, secret_index: usize) {
+        self.signature_matches
+            .get_or_create(&SourceSecret {
+                source: source.to_owned(),
+                secret: secret_index.to_string(),
+            })
+            .inc();
+    }
+
+    pub fn completion(&self, source: &str, seconds: f64) {
+        self.completion_latency
+            .get_or_create(&SourceLabel {
+                source: source.to_owned(),
+            })
+            .observe(seconds.max(0.0));
+    }
+
+    pub fn reload(&self, ok: bool) {
+        let result = if ok { "success" } else { "failure" };
+        self.config_reloads
+            .get_or_create(&ReloadResult { result })
+            .inc();
+    }
+
+    /// The Prometheus text exposition.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exposes_the_contract_names() {
+        let m = Metrics::new();
+        m.request("stripe", "forwarded");
+        m.upstream_response("stripe", "2xx", 0.01);
+        m.signature_match("stripe", 1);
+        m.completion("stripe", 1.5);
+        m.store_errors.inc();
+        m.reload(false);
+        let text = m.encode();
+        for needle in [
+            r#"hookgate_requests_total{source="stripe",outcome="forwarded"} 1"#,
+            r#"hookgate_upstream_responses_total{source="stripe",class="2xx"} 1"#,
+            r#"hookgate_signature_matches_total{source="stripe",secret="1"} 1"#,
+            r#"hookgate_completion_latency_seconds_count{source="stripe"} 1"#,
+            r#"hookgate_upstream_duration_seconds_count{source="stripe"} 1"#,
+            "hookgate_store_errors_total 1",
+            r#"hookgate_config_reloads_total{result="failure"} 1"#,
+            "hookgate_dlq_depth 0",
+        ] {
+            assert!(text.contains(needle), "missing {needle} in\n{text}");
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! Every way a request can end, and the one place each becomes a response.
+//!
+//! One variant per row of the status table (DESIGN §3). A variant gives the
+//! HTTP status, the snake_case word used both as the JSON `error` and as the
+//! `outcome` label of `hookgate_requests_total`, and `Retry-After` where the
+//! sender should come back later. Internals never reach a body: they are logged
+//! where they happen.
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode, header};
+use http_body_util::Full;
+
+use crate::scheme;
+use crate::store;
+
+/// The response body type of everything hookgate answers.
+pub type Body = Full<Bytes>;
+
+/// Seconds a sender is asked to wait when an event is in flight or the store is down.
+pub const RETRY_AFTER_SECS: u32 = 5;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Path matches no source and `unmatched = "reject"`.
+    UnknownSource,
+    /// Path matches no source and `unmatched = "forward"`: proxied unverified.
+    Unmatched,
+    MethodNotAllowed,
+    BodyTooLarge,
+    /// The request body could not be read (the sender hung up or sent garbage framing).
+    BadRequest,
+    MissingSignature,
+    MalformedSignature,
+    InvalidSignature,
+    TimestampOutsideWindow,
+    MalformedBody,
+    /// Event type filtered out by `event_types`.
+    Ignored,
+    Duplicate { event_id: String },
+    InFlight,
+    StaleVersion,
+    StoreUnavailable,
+    /// The app answered; its response goes back as it is.
+    Forwarded,
+    UpstreamUnavailable,
+    UpstreamTimeout,
+    Queued { event_id: String },
+}
+
+impl Outcome {
+    /// The word used as the JSON `error` and the metrics `outcome` label.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Outcome::UnknownSource => "unknown_source",
+            Outcome::Unmatched => "unmatched",
+            Outcome::MethodNotAllowed => "method_not_allowed",
+            Outcome::BodyTooLarge => "body_too_large",
+            Outcome::BadRequest => "bad_request",
+            Outcome::MissingSignature => "missing_signature",
+            Outcome::MalformedSignature => "malformed_signature",
+            Outcome::InvalidSignature => "invalid_signature",
+            Outcome::TimestampOutsideWindow => "timestamp_outside_window",
+            Outcome::MalformedBody => "malformed_body",
+            Outcome::Ignored => "ignored",
+            Outcome::Duplicate { .. } => "duplicate",
+            Outcome::InFlight => "in_flight",
+            Outcome::StaleVersion => "stale_version",
+            Outcome::StoreUnavailable => "store_unavailable",
+            Outcome::Forwarded => "forwarded",
+            Outcome::UpstreamUnavailable => "upstream_unavailable",
+            Outcome::UpstreamTimeout => "upstream_timeout",
+            Outcome::Queued { .. } => "queued",
+        }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Outcome::UnknownSource => StatusCode::NOT_FOUND,
+            Outcome::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Outcome::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Outcome::BadRequest
+            | Outcome::MissingSignature
+            | Outcome::MalformedSignature
+            | Outcome::InvalidSignature
+            | Outcome::TimestampOutsideWindow
+            | Outcome::MalformedBody => StatusCode::BAD_REQUEST,
+            Outcome::Ignored
+            | Outcome::Duplicate { .. }
+            | Outcome::StaleVersion
+            | Outcome::Queued { .. }
+            | Outcome::Forwarded
+            | Outcome::Unmatched => StatusCode::OK,
+            Outcome::InFlight => StatusCode::TOO_MANY_REQUESTS,
+            Outcome::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Outcome::UpstreamUnavailable => StatusCode::BAD_GATEWAY,
+            Outcome::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
+        }
+    }
+
+    pub fn retry_after(&self) -> Option<u32> {
+        match self {
+            Outcome::InFlight | Outcome::StoreUnavailable => Some(RETRY_AFTER_SECS),
+            _ => None,
+        }
+    }
+
+    /// The JSON body hookgate answers with itself.
+    fn body(&self) -> String {
+        match self {
+            Outcome::Ignored => r#"{"ignored":true}"#.to_owned(),
+            Outcome::StaleVersion => r#"{"ignored":"stale_version"}"#.to_owned(),
+            Outcome::Duplicate { event_id } => {
+                serde_json::json!({"duplicate": true, "event_id": event_id}).to_string()
+            }
+            Outcome::Queued { event_id } => {
+                serde_json::json!({"queued": true, "event_id": event_id}).to_string()
+            }
+            other => format!(r#"{{"error":"{}"}}"#, other.code()),
+        }
+    }
+
+    /// The response hookgate sends for this outcome when it answers itself
+    /// (everything but `Forwarded` and `Unmatched`, which carry the app's answer).
+    pub fn response(&self) -> Response<Body> {
+        let mut response = Response::new(Full::new(Bytes::from(self.body())));
+        *response.status_mut() = self.status();
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        if let Some(secs) = self.retry_after() {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        response
+    }
+}
+
+impl From<&scheme::Error> for Outcome {
+    fn from(e: &scheme::Error) -> Self {
+        match e {
+            scheme::Error::MissingSignature(_) => Outcome::MissingSignature,
+            scheme::Error::MalformedSignature(_) => Outcome::MalformedSignature,
+            scheme::Error::InvalidSignature => Outcome::InvalidSignature,
+            scheme::Error::TimestampOutsideWindow { .. } => Outcome::TimestampOutsideWindow,
+            scheme::Error::MalformedBody(_) => Outcome::MalformedBody,
+        }
+    }
+}
+
+impl From<&store::Error> for Outcome {
+    fn from(_: &store::Error) -> Self {
+        Outcome::StoreUnavailable
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt;
+
+    async fn body_of(o: &Outcome) -> String {
+        let bytes = o
+            .response()
+            .into_body()
+            .collect()
+            .await
+            .map(|c| c.to_bytes())
+            .unwrap_or_default();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    #[tokio::test]
+    async fn status_table_rows() {
+        let rows: &[(Outcome, u16, &str)] = &[
+            (Outcome::UnknownSource, 404, r#"{"error":"unknown_source"}"#),
+            (Outcome::MethodNotAllowed, 405, r#"{"error":"method_not_allowed"}"#),
+            (Outcome::BodyTooLarge, 413, r#"{"error":"body_too_large"}"#),
+            (Outcome::MissingSignature, 400, r#"{"error":"missing_signature"}"#),
+            (Outcome::MalformedSignature, 400, r#"{"error":"malformed_signature"}"#),
+            (Outcome::InvalidSignature, 400, r#"{"error":"invalid_signature"}"#),
+            (
+                Outcome::TimestampOutsideWindow,
+                400,
+                r#"{"error":"timestamp_outside_window"}"#,
+            ),
+            (Outcome::MalformedBody, 400, r#"{"error":"malformed_body"}"#),
+            (Outcome::Ignored, 200, r#"{"ignored":true}"#),
+            (
+                Outcome::Duplicate { event_id: "evt_1".into() },
+                200,
+                r#"{"duplicate":true,"event_id":"evt_1"}"#,
+            ),
+            (Outcome::InFlight, 429, r#"{"error":"in_flight"}"#),
+            (Outcome::StaleVersion, 200, r#"{"ignored":"stale_version"}"#),
+            (Outcome::StoreUnavailable, 503, r#"{"error":"store_unavailable"}"#),
+            (Outcome::UpstreamUnavailable, 502, r#"{"error":"upstream_unavailable"}"#),
+            (Outcome::UpstreamTimeout, 504, r#"{"error":"upstream_timeout"}"#),
+            (
+                Outcome::Queued { event_id: "e\"2".into() },
+                200,
+                r#"{"queued":true,"event_id":"e\"2"}"#,
+            ),
+        ];
+        for (outcome, status, body) in rows {
+            let response = outcome.response();
+            assert_eq!(response.status().as_u16(), *status, "{outcome:?}");
+            assert_eq!(
+                response.headers().get("content-type").map(|v| v.as_bytes()),
+                Some(&b"application/json"[..])
+            );
+            assert_eq!(body_of(outcome).await, *body, "{outcome:?}");
+        }
+    }
+
+    #[test]
+    fn retry_after_only_where_the_sender_should_wait() {
+        assert_eq!(
+            Outcome::InFlight.response().headers().get("retry-after").map(|v| v.as_bytes()),
+            Some(&b"5"[..])
+        );
+        assert!(Outcome::StoreUnavailable.response().headers().contains_key("retry-after"));
+        assert!(!Outcome::InvalidSignature.response().headers().contains_key("retry-after"));
+    }
+}
