@@ -89,6 +89,12 @@ async fn serve(path: PathBuf) -> ExitCode {
     };
     let state = Arc::new(State::new(config, store));
     let shutdown = CancellationToken::new();
+    tokio::spawn(reload::watch(
+        Arc::clone(&state),
+        path.clone(),
+        reload::WATCH_INTERVAL,
+        shutdown.clone(),
+    ));
     if let Err(e) = watch_signals(Arc::clone(&state), path, shutdown.clone()) {
         tracing::error!(error = %e, "cannot install signal handlers");
         return ExitCode::FAILURE;

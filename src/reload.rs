@@ -34,3 +34,66 @@ pub fn reload(state: &State, path: &Path) -> bool {
         }
     }
 }
+
+/// How often the config file and secret files are compared with what is loaded.
+pub const WATCH_INTERVAL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Reloads whenever the config file or a `{ file = … }` secret changes.
+///
+/// It compares contents (a SHA-256 over every watched file) on an interval
+/// rather than listening for filesystem events: Kubernetes updates mounted
+/// ConfigMaps and Secrets by swapping a `..data` symlink, which event watchers
+/// on the file itself miss, and reading a few small files every two seconds
+/// costs nothing. A change that fails validation is refused once and not
+/// retried until the files change again.
+pub async fn watch(
+    state: std::sync::Arc<State>,
+    path: std::path::PathBuf,
+    interval: std::time::Duration,
+    shutdown: tokio_util::sync::CancellationToken,
+) {
+    let mut seen = fingerprint(&state, &path);
+    let mut ticker = tokio::time::interval(interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = ticker.tick() => {}
+        }
+        let now = fingerprint(&state, &path);
+        if now != seen {
+            tracing::info!(path = %path.display(), "config or secret file changed");
+            reload(&state, &path);
+            // After a successful reload the set of secret files may differ.
+            seen = fingerprint(&state, &path);
+        }
+    }
+}
+
+/// A digest of the config file and every secret file the running config reads.
+fn fingerprint(state: &State, path: &Path) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    let runtime = state.runtime();
+    let files = std::iter::once(path).chain(
+        runtime
+            .config
+            .sources
+            .iter()
+            .flat_map(|s| s.secret_files.iter().map(|p| p.as_path())),
+    );
+    for file in files {
+        hasher.update(file.as_os_str().as_encoded_bytes());
+        match std::fs::read(file) {
+            Ok(bytes) => {
+                hasher.update([1]);
+                hasher.update(Sha256::digest(&bytes));
+            }
+            Err(e) => {
+                hasher.update([0]);
+                hasher.update(e.kind().to_string().as_bytes());
+            }
+        }
+    }
+    hasher.finalize().into()
+}
