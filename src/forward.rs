@@ -13,6 +13,7 @@ use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::uri::{PathAndQuery, Uri};
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full, Limited};
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
@@ -47,7 +48,7 @@ pub struct Stamp<'a> {
 /// A pooled HTTP client to the app, shared by every request and kept across reloads.
 #[derive(Clone)]
 pub struct Forwarder {
-    client: Client<HttpConnector, Body>,
+    client: Client<HttpsConnector<HttpConnector>, Body>,
 }
 
 impl Default for Forwarder {
@@ -61,6 +62,12 @@ impl Forwarder {
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
         connector.set_connect_timeout(Some(Duration::from_secs(5)));
+        connector.enforce_http(false);
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(crate::tls::client_config())
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(connector);
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(60))
             .pool_max_idle_per_host(256)

@@ -30,6 +30,7 @@ pub mod scheme;
 pub mod server;
 pub mod state;
 pub mod store;
+pub mod tls;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -68,6 +69,7 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
         server::serve(
             "public",
             listeners.public,
+            state.tls.clone(),
             move |request, peer| {
                 let state = Arc::clone(&state);
                 async move { pipeline::handle(&state, request, Some(peer.ip())).await }
@@ -85,6 +87,7 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
         server::serve(
             "admin",
             listeners.admin,
+            None,
             move |request, _peer| {
                 let state = Arc::clone(&state);
                 let readiness = Arc::clone(&readiness);

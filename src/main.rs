@@ -87,7 +87,14 @@ async fn serve(path: PathBuf) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let state = Arc::new(State::new(config, store));
+    let state = match State::new(config, store) {
+        Ok(state) => Arc::new(state),
+        Err(e) => {
+            tracing::error!(error = %e, "server.tls refused");
+            eprintln!("hookgate: server.tls: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let shutdown = CancellationToken::new();
     tokio::spawn(reload::watch(
         Arc::clone(&state),
@@ -128,6 +135,12 @@ fn watch_signals(
 fn check(path: &Path) -> ExitCode {
     match Config::load(path) {
         Ok(config) => {
+            if let Some(tls) = &config.server.tls
+                && let Err(e) = hookgate::tls::acceptor(tls)
+            {
+                eprintln!("{}: server.tls: {e}", path.display());
+                return ExitCode::FAILURE;
+            }
             println!(
                 "{}: OK ({} source{}, {} store)",
                 path.display(),

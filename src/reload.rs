@@ -14,6 +14,11 @@ use crate::state::State;
 pub fn reload(state: &State, path: &Path) -> bool {
     match Config::load(path) {
         Ok(config) => {
+            if let Err(e) = reload_tls(state, &config) {
+                state.metrics.reload(false);
+                tracing::error!(path = %path.display(), error = %e, "config reload refused; the previous config keeps serving");
+                return false;
+            }
             let current = state.runtime();
             let old = &current.config;
             if old.server.listen != config.server.listen || old.admin.listen != config.admin.listen {
@@ -33,6 +38,21 @@ pub fn reload(state: &State, path: &Path) -> bool {
             false
         }
     }
+}
+
+/// Loads the new certificate and key (when TLS was on at start) and puts them
+/// in force for new connections.
+fn reload_tls(state: &State, config: &Config) -> Result<(), crate::tls::Error> {
+    match (&state.tls, &config.server.tls) {
+        (Some(acceptor), Some(settings)) => {
+            acceptor.store(std::sync::Arc::new(crate::tls::acceptor(settings)?));
+        }
+        (None, Some(_)) | (Some(_), None) => {
+            tracing::warn!("turning TLS on or off takes effect on restart");
+        }
+        (None, None) => {}
+    }
+    Ok(())
 }
 
 /// How often the config file and secret files are compared with what is loaded.
@@ -75,13 +95,16 @@ fn fingerprint(state: &State, path: &Path) -> [u8; 32] {
     use sha2::{Digest, Sha256};
     let mut hasher = Sha256::new();
     let runtime = state.runtime();
-    let files = std::iter::once(path).chain(
-        runtime
-            .config
-            .sources
-            .iter()
-            .flat_map(|s| s.secret_files.iter().map(|p| p.as_path())),
-    );
+    let tls = runtime.config.server.tls.iter();
+    let files = std::iter::once(path)
+        .chain(tls.flat_map(|t| [t.cert.as_path(), t.key.as_path()]))
+        .chain(
+            runtime
+                .config
+                .sources
+                .iter()
+                .flat_map(|s| s.secret_files.iter().map(|p| p.as_path())),
+        );
     for file in files {
         hasher.update(file.as_os_str().as_encoded_bytes());
         match std::fs::read(file) {

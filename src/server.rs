@@ -18,15 +18,21 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::outcome::Body;
+use crate::tls::SharedAcceptor;
 
 /// A sender has this long to send its request headers (slow clients cost a
 /// timer, not a worker).
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Serves `handler` on `listener` until `shutdown`, then drains for up to `grace`.
+/// A TLS handshake must finish within this, for the same reason.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Serves `handler` on `listener` (over TLS when `tls` is set) until
+/// `shutdown`, then drains for up to `grace`.
 pub async fn serve<H, F>(
     name: &'static str,
     listener: TcpListener,
+    tls: Option<SharedAcceptor>,
     handler: H,
     shutdown: CancellationToken,
     grace: Duration,
@@ -61,13 +67,43 @@ pub async fn serve<H, F>(
             let response = handler(request, peer);
             async move { Ok::<_, Infallible>(response.await) }
         });
-        let connection = builder.serve_connection(TokioIo::new(stream), service);
-        let connection = graceful.watch(connection.into_owned());
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::debug!(listener = name, error = %e, "connection ended with an error");
+        match &tls {
+            None => {
+                let connection = builder.serve_connection(TokioIo::new(stream), service);
+                let connection = graceful.watch(connection.into_owned());
+                tokio::spawn(async move {
+                    if let Err(e) = connection.await {
+                        tracing::debug!(listener = name, error = %e, "connection ended with an error");
+                    }
+                });
             }
-        });
+            Some(acceptor) => {
+                // The handshake runs in the connection's task so a slow client
+                // never holds up the accept loop.
+                let acceptor = acceptor.load_full();
+                let builder = builder.clone();
+                let watcher = graceful.watcher();
+                tokio::spawn(async move {
+                    let handshake =
+                        tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await;
+                    let stream = match handshake {
+                        Ok(Ok(stream)) => stream,
+                        Ok(Err(e)) => {
+                            tracing::debug!(listener = name, error = %e, "TLS handshake failed");
+                            return;
+                        }
+                        Err(_) => {
+                            tracing::debug!(listener = name, "TLS handshake timed out");
+                            return;
+                        }
+                    };
+                    let connection = builder.serve_connection(TokioIo::new(stream), service);
+                    if let Err(e) = watcher.watch(connection.into_owned()).await {
+                        tracing::debug!(listener = name, error = %e, "connection ended with an error");
+                    }
+                });
+            }
+        }
     }
 
     drop(listener);

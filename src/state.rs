@@ -10,6 +10,7 @@ use crate::forward::Forwarder;
 use crate::metrics::Metrics;
 use crate::route::Router;
 use crate::store::Store;
+use crate::tls::{self, SharedAcceptor};
 
 /// One loaded config and what is derived from it. A request takes a snapshot
 /// at its start and finishes on it, whatever reloads happen meanwhile.
@@ -31,16 +32,24 @@ pub struct State {
     pub store: Store,
     pub forwarder: Forwarder,
     pub metrics: Metrics,
+    /// The public listener's TLS acceptor when `[server.tls]` is set at start.
+    pub tls: Option<SharedAcceptor>,
 }
 
 impl State {
-    pub fn new(config: Config, store: Store) -> Self {
-        State {
+    /// Builds the shared state; fails when `[server.tls]` names unusable files.
+    pub fn new(config: Config, store: Store) -> Result<Self, tls::Error> {
+        let tls = match &config.server.tls {
+            Some(settings) => Some(Arc::new(ArcSwap::from_pointee(tls::acceptor(settings)?))),
+            None => None,
+        };
+        Ok(State {
             runtime: ArcSwap::from_pointee(Runtime::new(config)),
             store,
             forwarder: Forwarder::new(),
             metrics: Metrics::new(),
-        }
+            tls,
+        })
     }
 
     /// The runtime in force now.
