@@ -58,7 +58,9 @@ pub async fn handle(
             let mut response = text(StatusCode::OK, &state.metrics.encode());
             response.headers_mut().insert(
                 header::CONTENT_TYPE,
-                HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+                HeaderValue::from_static(
+                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                ),
             );
             response
         }

@@ -5,7 +5,11 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
-#[command(name = "hookgate", version, about = "A webhook-verifying reverse proxy")]
+#[command(
+    name = "hookgate",
+    version,
+    about = "A webhook-verifying reverse proxy"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

@@ -247,7 +247,10 @@ mod tests {
     #[test]
     fn hop_by_hop_and_spoofed_headers_are_dropped() {
         let mut from = HeaderMap::new();
-        from.insert("connection", HeaderValue::from_static("keep-alive, x-private"));
+        from.insert(
+            "connection",
+            HeaderValue::from_static("keep-alive, x-private"),
+        );
         from.insert("x-private", HeaderValue::from_static("1"));
         from.insert("transfer-encoding", HeaderValue::from_static("chunked"));
         from.insert("x-verified-event-id", HeaderValue::from_static("spoof"));
@@ -266,7 +269,10 @@ mod tests {
         let mut h = HeaderMap::new();
         append_forwarded_for(&mut h, "10.0.0.1".parse().expect("ip"));
         append_forwarded_for(&mut h, "::1".parse().expect("ip"));
-        assert_eq!(h.get(X_FORWARDED_FOR).map(|v| v.as_bytes()), Some(&b"10.0.0.1, ::1"[..]));
+        assert_eq!(
+            h.get(X_FORWARDED_FOR).map(|v| v.as_bytes()),
+            Some(&b"10.0.0.1, ::1"[..])
+        );
     }
 
     #[test]
@@ -274,9 +280,15 @@ mod tests {
         let up: Uri = "http://127.0.0.1:3000".parse().expect("uri");
         let pq: PathAndQuery = "/webhooks/stripe?x=1&y".parse().expect("pq");
         let uri = upstream_uri(&up, Some(&pq)).expect("uri");
-        assert_eq!(uri.to_string(), "http://127.0.0.1:3000/webhooks/stripe?x=1&y");
+        assert_eq!(
+            uri.to_string(),
+            "http://127.0.0.1:3000/webhooks/stripe?x=1&y"
+        );
         let up: Uri = "http://app:3000/base/".parse().expect("uri");
         let uri = upstream_uri(&up, Some(&pq)).expect("uri");
-        assert_eq!(uri.to_string(), "http://app:3000/base/webhooks/stripe?x=1&y");
+        assert_eq!(
+            uri.to_string(),
+            "http://app:3000/base/webhooks/stripe?x=1&y"
+        );
     }
 }

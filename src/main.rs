@@ -37,7 +37,13 @@ fn main() -> ExitCode {
             body_file,
             id,
             timestamp,
-        } => sign(&config, &source, body_file.as_deref(), id.as_deref(), timestamp),
+        } => sign(
+            &config,
+            &source,
+            body_file.as_deref(),
+            id.as_deref(),
+            timestamp,
+        ),
     }
 }
 

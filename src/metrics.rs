@@ -3,7 +3,6 @@
 //! `prometheus-client` appends `_total` to counters, so counters are registered
 //! without it; the exposed names are the ones in the contract.
 
-
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -155,7 +154,9 @@ impl Metrics {
         let label = SourceLabel {
             source: source.to_owned(),
         };
-        self.upstream_duration.get_or_create(&label).observe(seconds);
+        self.upstream_duration
+            .get_or_create(&label)
+            .observe(seconds);
         self.upstream_responses
             .get_or_create(&SourceClass {
                 source: label.source,

@@ -36,7 +36,9 @@ pub enum Outcome {
     MalformedBody,
     /// Event type filtered out by `event_types`.
     Ignored,
-    Duplicate { event_id: String },
+    Duplicate {
+        event_id: String,
+    },
     InFlight,
     StaleVersion,
     StoreUnavailable,
@@ -44,7 +46,9 @@ pub enum Outcome {
     Forwarded,
     UpstreamUnavailable,
     UpstreamTimeout,
-    Queued { event_id: String },
+    Queued {
+        event_id: String,
+    },
 }
 
 impl Outcome {
@@ -174,11 +178,27 @@ mod tests {
     async fn status_table_rows() {
         let rows: &[(Outcome, u16, &str)] = &[
             (Outcome::UnknownSource, 404, r#"{"error":"unknown_source"}"#),
-            (Outcome::MethodNotAllowed, 405, r#"{"error":"method_not_allowed"}"#),
+            (
+                Outcome::MethodNotAllowed,
+                405,
+                r#"{"error":"method_not_allowed"}"#,
+            ),
             (Outcome::BodyTooLarge, 413, r#"{"error":"body_too_large"}"#),
-            (Outcome::MissingSignature, 400, r#"{"error":"missing_signature"}"#),
-            (Outcome::MalformedSignature, 400, r#"{"error":"malformed_signature"}"#),
-            (Outcome::InvalidSignature, 400, r#"{"error":"invalid_signature"}"#),
+            (
+                Outcome::MissingSignature,
+                400,
+                r#"{"error":"missing_signature"}"#,
+            ),
+            (
+                Outcome::MalformedSignature,
+                400,
+                r#"{"error":"malformed_signature"}"#,
+            ),
+            (
+                Outcome::InvalidSignature,
+                400,
+                r#"{"error":"invalid_signature"}"#,
+            ),
             (
                 Outcome::TimestampOutsideWindow,
                 400,
@@ -187,17 +207,33 @@ mod tests {
             (Outcome::MalformedBody, 400, r#"{"error":"malformed_body"}"#),
             (Outcome::Ignored, 200, r#"{"ignored":true}"#),
             (
-                Outcome::Duplicate { event_id: "evt_1".into() },
+                Outcome::Duplicate {
+                    event_id: "evt_1".into(),
+                },
                 200,
                 r#"{"duplicate":true,"event_id":"evt_1"}"#,
             ),
             (Outcome::InFlight, 429, r#"{"error":"in_flight"}"#),
             (Outcome::StaleVersion, 200, r#"{"ignored":"stale_version"}"#),
-            (Outcome::StoreUnavailable, 503, r#"{"error":"store_unavailable"}"#),
-            (Outcome::UpstreamUnavailable, 502, r#"{"error":"upstream_unavailable"}"#),
-            (Outcome::UpstreamTimeout, 504, r#"{"error":"upstream_timeout"}"#),
             (
-                Outcome::Queued { event_id: "e\"2".into() },
+                Outcome::StoreUnavailable,
+                503,
+                r#"{"error":"store_unavailable"}"#,
+            ),
+            (
+                Outcome::UpstreamUnavailable,
+                502,
+                r#"{"error":"upstream_unavailable"}"#,
+            ),
+            (
+                Outcome::UpstreamTimeout,
+                504,
+                r#"{"error":"upstream_timeout"}"#,
+            ),
+            (
+                Outcome::Queued {
+                    event_id: "e\"2".into(),
+                },
                 200,
                 r#"{"queued":true,"event_id":"e\"2"}"#,
             ),
@@ -216,10 +252,24 @@ mod tests {
     #[test]
     fn retry_after_only_where_the_sender_should_wait() {
         assert_eq!(
-            Outcome::InFlight.response().headers().get("retry-after").map(|v| v.as_bytes()),
+            Outcome::InFlight
+                .response()
+                .headers()
+                .get("retry-after")
+                .map(|v| v.as_bytes()),
             Some(&b"5"[..])
         );
-        assert!(Outcome::StoreUnavailable.response().headers().contains_key("retry-after"));
-        assert!(!Outcome::InvalidSignature.response().headers().contains_key("retry-after"));
+        assert!(
+            Outcome::StoreUnavailable
+                .response()
+                .headers()
+                .contains_key("retry-after")
+        );
+        assert!(
+            !Outcome::InvalidSignature
+                .response()
+                .headers()
+                .contains_key("retry-after")
+        );
     }
 }

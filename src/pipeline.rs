@@ -34,7 +34,11 @@ const MAX_EVENT_ID_LEN: usize = 256;
 
 /// Handles one request from a sender. `peer` is the client's address, added
 /// to `X-Forwarded-For`.
-pub async fn handle<B>(state: &Arc<State>, request: Request<B>, peer: Option<IpAddr>) -> Response<Body>
+pub async fn handle<B>(
+    state: &Arc<State>,
+    request: Request<B>,
+    peer: Option<IpAddr>,
+) -> Response<Body>
 where
     B: hyper::body::Body<Data = Bytes>,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -69,7 +73,9 @@ where
             return finish(state, source, None, Outcome::from(&e), None);
         }
     };
-    state.metrics.signature_match(&source.name, verified.secret_index);
+    state
+        .metrics
+        .signature_match(&source.name, verified.secret_index);
 
     if !source.accepts_type(verified.event_type.as_deref()) {
         return finish(state, source, Some(&verified), Outcome::Ignored, None);
@@ -80,7 +86,9 @@ where
     let task = {
         let state = Arc::clone(state);
         let runtime = Arc::clone(&runtime);
-        tokio::spawn(async move { deliver(&state, &runtime, index, parts, body, verified, peer).await })
+        tokio::spawn(
+            async move { deliver(&state, &runtime, index, parts, body, verified, peer).await },
+        )
     };
     match task.await {
         Ok(response) => response,
@@ -116,11 +124,19 @@ async fn deliver(
             };
             return finish(state, source, Some(&verified), outcome, None);
         }
-        Ok(Claim::InFlight) => return finish(state, source, Some(&verified), Outcome::InFlight, None),
+        Ok(Claim::InFlight) => {
+            return finish(state, source, Some(&verified), Outcome::InFlight, None);
+        }
         Err(e) => {
             state.metrics.store_errors.inc();
             tracing::warn!(source = %source.name, event_id = %event_id, error = %e, "nonce claim failed");
-            return finish(state, source, Some(&verified), Outcome::StoreUnavailable, None);
+            return finish(
+                state,
+                source,
+                Some(&verified),
+                Outcome::StoreUnavailable,
+                None,
+            );
         }
     }
 
@@ -132,32 +148,67 @@ async fn deliver(
     let started = std::time::Instant::now();
     let sent = state
         .forwarder
-        .send(&server.upstream, server.upstream_timeout, &parts, body, peer, Some(stamp))
+        .send(
+            &server.upstream,
+            server.upstream_timeout,
+            &parts,
+            body,
+            peer,
+            Some(stamp),
+        )
         .await;
     let elapsed = started.elapsed().as_secs_f64();
 
     match sent {
         Ok(response) if response.status().is_success() => {
-            state.metrics.upstream_response(&source.name, "2xx", elapsed);
-            if let Err(e) = state.store.commit(&key, &token, runtime.config.store.nonce_ttl).await {
+            state
+                .metrics
+                .upstream_response(&source.name, "2xx", elapsed);
+            if let Err(e) = state
+                .store
+                .commit(&key, &token, runtime.config.store.nonce_ttl)
+                .await
+            {
                 // The app took the event: its 2xx stands. The lease expiring
                 // is the worst case, and then a retry is forwarded again.
                 state.metrics.store_errors.inc();
                 tracing::warn!(source = %source.name, event_id = %event_id, error = %e, "nonce commit failed");
             }
             if let Some(ts) = verified.timestamp {
-                state.metrics.completion(&source.name, unix_now_f64() - ts as f64);
+                state
+                    .metrics
+                    .completion(&source.name, unix_now_f64() - ts as f64);
             }
-            finish(state, source, Some(&verified), Outcome::Forwarded, Some(response))
+            finish(
+                state,
+                source,
+                Some(&verified),
+                Outcome::Forwarded,
+                Some(response),
+            )
         }
         Ok(response) => {
-            let class = if response.status().is_client_error() { "4xx" } else { "5xx" };
-            state.metrics.upstream_response(&source.name, class, elapsed);
+            let class = if response.status().is_client_error() {
+                "4xx"
+            } else {
+                "5xx"
+            };
+            state
+                .metrics
+                .upstream_response(&source.name, class, elapsed);
             release(state, source, &key, &token, &event_id).await;
-            finish(state, source, Some(&verified), Outcome::Forwarded, Some(response))
+            finish(
+                state,
+                source,
+                Some(&verified),
+                Outcome::Forwarded,
+                Some(response),
+            )
         }
         Err(e) => {
-            state.metrics.upstream_response(&source.name, "error", elapsed);
+            state
+                .metrics
+                .upstream_response(&source.name, "error", elapsed);
             tracing::warn!(source = %source.name, event_id = %event_id, error = %e, "forward failed");
             release(state, source, &key, &token, &event_id).await;
             let outcome = match e {
@@ -198,7 +249,14 @@ where
             Ok(body) => {
                 let sent = state
                     .forwarder
-                    .send(&server.upstream, server.upstream_timeout, &parts, body, peer, None)
+                    .send(
+                        &server.upstream,
+                        server.upstream_timeout,
+                        &parts,
+                        body,
+                        peer,
+                        None,
+                    )
                     .await;
                 match sent {
                     Ok(response) => {
@@ -282,7 +340,10 @@ pub fn key_safe_id(id: &str) -> Cow<'_, str> {
     if id.len() <= MAX_EVENT_ID_LEN && !id.chars().any(char::is_control) {
         Cow::Borrowed(id)
     } else {
-        Cow::Owned(format!("sha256:{}", hex::encode(Sha256::digest(id.as_bytes()))))
+        Cow::Owned(format!(
+            "sha256:{}",
+            hex::encode(Sha256::digest(id.as_bytes()))
+        ))
     }
 }
 
@@ -318,6 +379,9 @@ mod tests {
 
     #[test]
     fn nonce_key_layout() {
-        assert_eq!(nonce_key("hookgate", "stripe", "evt_1"), "hookgate:nonce:stripe:evt_1");
+        assert_eq!(
+            nonce_key("hookgate", "stripe", "evt_1"),
+            "hookgate:nonce:stripe:evt_1"
+        );
     }
 }

@@ -21,7 +21,8 @@ pub fn reload(state: &State, path: &Path) -> bool {
             }
             let current = state.runtime();
             let old = &current.config;
-            if old.server.listen != config.server.listen || old.admin.listen != config.admin.listen {
+            if old.server.listen != config.server.listen || old.admin.listen != config.admin.listen
+            {
                 tracing::warn!("listen addresses changed: they take effect on restart");
             }
             if old.store.kind != config.store.kind {

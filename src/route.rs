@@ -14,12 +14,13 @@ pub struct Router {
 
 impl Router {
     pub fn new(sources: &[Source]) -> Self {
-        let mut by_length: Vec<(String, usize)> = sources
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.path.clone(), i))
-            .collect();
-        by_length.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+        Self::from_paths(sources.iter().map(|s| s.path.as_str()))
+    }
+
+    fn from_paths<'a>(paths: impl Iterator<Item = &'a str>) -> Self {
+        let mut by_length: Vec<(String, usize)> =
+            paths.enumerate().map(|(i, p)| (p.to_owned(), i)).collect();
+        by_length.sort_by_key(|(path, _)| std::cmp::Reverse(path.len()));
         Router { by_length }
     }
 
@@ -47,13 +48,7 @@ mod tests {
     use super::*;
 
     fn router(paths: &[&str]) -> Router {
-        let mut by_length: Vec<(String, usize)> = paths
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (p.to_string(), i))
-            .collect();
-        by_length.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
-        Router { by_length }
+        Router::from_paths(paths.iter().copied())
     }
 
     #[test]
