@@ -127,8 +127,14 @@ impl Scheme {
         body: &[u8],
         now: i64,
     ) -> Result<Verified, Error> {
-        let _ = (keys, tolerance, headers, body, now);
-        todo!()
+        match self {
+            Scheme::Stripe => stripe::verify(keys, tolerance, headers, body, now),
+            Scheme::Github => github::verify(keys, headers, body),
+            Scheme::Shopify => shopify::verify(keys, headers, body),
+            Scheme::Slack => slack::verify(keys, tolerance, headers, body, now),
+            Scheme::Standard => standard::verify(keys, tolerance, headers, body, now),
+            Scheme::Generic(g) => generic::verify(g, keys, tolerance, headers, body, now),
+        }
     }
 
     /// The headers (name, value) that make `body` a valid request signed with
@@ -141,7 +147,13 @@ impl Scheme {
         id: Option<&str>,
         timestamp: i64,
     ) -> Vec<(String, String)> {
-        let _ = (key, body, id, timestamp);
-        todo!()
+        match self {
+            Scheme::Stripe => stripe::sign(key, body, timestamp),
+            Scheme::Github => github::sign(key, body, id),
+            Scheme::Shopify => shopify::sign(key, body, id),
+            Scheme::Slack => slack::sign(key, body, timestamp),
+            Scheme::Standard => standard::sign(key, body, id, timestamp),
+            Scheme::Generic(g) => generic::sign(g, key, body, id, timestamp),
+        }
     }
 }
