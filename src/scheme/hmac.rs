@@ -72,14 +72,18 @@ pub(crate) fn match_key(
     matched.ok_or(Error::InvalidSignature)
 }
 
-/// Hex (either case), or `None`.
+/// Hex (either case), or `None`; an empty value is no signature at all.
 pub(crate) fn decode_hex(text: &[u8]) -> Option<Vec<u8>> {
-    hex::decode(text).ok()
+    hex::decode(text).ok().filter(|bytes| !bytes.is_empty())
 }
 
-/// Standard-alphabet base64, padding optional, or `None`.
+/// Standard-alphabet base64, padding optional, or `None`; an empty value is
+/// no signature at all.
 pub(crate) fn decode_base64(text: &[u8]) -> Option<Vec<u8>> {
-    STANDARD_PAD_INDIFFERENT.decode(text).ok()
+    STANDARD_PAD_INDIFFERENT
+        .decode(text)
+        .ok()
+        .filter(|bytes| !bytes.is_empty())
 }
 
 /// Standard-alphabet base64 with padding, as the senders emit it.
