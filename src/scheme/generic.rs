@@ -151,8 +151,8 @@ pub(super) fn verify(
         None => value,
     };
     let signature = match generic.encoding {
-        Encoding::Hex => hmac::decode_hex(value),
-        Encoding::Base64 => hmac::decode_base64(value),
+        Encoding::Hex => hmac::tag_from_hex(value),
+        Encoding::Base64 => hmac::tag_from_base64(value),
     }
     .ok_or(Error::MalformedSignature(SIGNATURE))?;
 

@@ -19,12 +19,15 @@ use crate::config::secret::Secret;
 /// Bytes in an HMAC-SHA256 tag.
 pub(crate) const TAG_LEN: usize = 32;
 
+/// An HMAC-SHA256 tag, computed or decoded from a header.
+pub(crate) type Tag = [u8; TAG_LEN];
+
 /// SHA-256 block size; HMAC keys are normalised to exactly this length.
 const BLOCK_LEN: usize = 64;
 
 /// HMAC-SHA256 of the concatenation of `parts`, fed one slice at a time so
 /// the body is never copied next to its prefix.
-pub(crate) fn tag(key: &[u8], parts: &[&[u8]]) -> [u8; TAG_LEN] {
+pub(crate) fn tag(key: &[u8], parts: &[&[u8]]) -> Tag {
     let mut mac = Hmac::<Sha256>::new(&block_key(key).into());
     for part in parts {
         mac.update(part);
@@ -56,7 +59,7 @@ fn block_key(key: &[u8]) -> [u8; BLOCK_LEN] {
 pub(crate) fn match_key(
     keys: &[Secret],
     parts: &[&[u8]],
-    candidates: &[Vec<u8>],
+    candidates: &[Tag],
 ) -> Result<usize, Error> {
     let mut matched = None;
     for (index, key) in keys.iter().enumerate() {
@@ -72,18 +75,24 @@ pub(crate) fn match_key(
     matched.ok_or(Error::InvalidSignature)
 }
 
-/// Hex (either case), or `None`; an empty value is no signature at all.
-pub(crate) fn decode_hex(text: &[u8]) -> Option<Vec<u8>> {
-    hex::decode(text).ok().filter(|bytes| !bytes.is_empty())
+/// A tag written in hex (either case), or `None`. Anything that does not
+/// decode to exactly [`TAG_LEN`] bytes cannot be an HMAC-SHA256 tag, so it
+/// is refused as malformed rather than compared.
+pub(crate) fn tag_from_hex(text: &[u8]) -> Option<Tag> {
+    if text.len() != 2 * TAG_LEN {
+        return None;
+    }
+    hex::decode(text).ok()?.try_into().ok()
 }
 
-/// Standard-alphabet base64, padding optional, or `None`; an empty value is
-/// no signature at all.
-pub(crate) fn decode_base64(text: &[u8]) -> Option<Vec<u8>> {
-    STANDARD_PAD_INDIFFERENT
-        .decode(text)
-        .ok()
-        .filter(|bytes| !bytes.is_empty())
+/// A tag written in standard-alphabet base64 (padding optional), or `None`;
+/// as for hex, only exactly [`TAG_LEN`] bytes qualify.
+pub(crate) fn tag_from_base64(text: &[u8]) -> Option<Tag> {
+    // 32 bytes are 43 base64 characters, 44 with padding.
+    if !(43..=44).contains(&text.len()) {
+        return None;
+    }
+    STANDARD_PAD_INDIFFERENT.decode(text).ok()?.try_into().ok()
 }
 
 /// Standard-alphabet base64 with padding, as the senders emit it.
@@ -218,7 +227,7 @@ mod tests {
             let mut mac =
                 Hmac::<Sha256>::new_from_slice(&key).expect("HMAC takes keys of any length");
             mac.update(b"body");
-            let want: [u8; TAG_LEN] = mac.finalize().into_bytes().into();
+            let want: Tag = mac.finalize().into_bytes().into();
             assert_eq!(tag(&key, &[b"bo", b"", b"dy"]), want, "key length {len}");
         }
     }
@@ -226,12 +235,9 @@ mod tests {
     #[test]
     fn match_key_reports_the_matching_index() {
         let keys = [Secret::new(b"old".to_vec()), Secret::new(b"new".to_vec())];
-        let good = tag(b"new", &[b"x"]).to_vec();
-        let other = tag(b"nope", &[b"x"]).to_vec();
-        assert_eq!(
-            match_key(&keys, &[b"x"], &[other.clone(), good.clone()]),
-            Ok(1)
-        );
+        let good = tag(b"new", &[b"x"]);
+        let other = tag(b"nope", &[b"x"]);
+        assert_eq!(match_key(&keys, &[b"x"], &[other, good]), Ok(1));
         assert_eq!(
             match_key(&keys, &[b"x"], &[other]),
             Err(Error::InvalidSignature)
@@ -241,12 +247,29 @@ mod tests {
             match_key(&[], &[b"x"], &[good]),
             Err(Error::InvalidSignature)
         );
-        // A truncated tag never matches.
-        let short = tag(b"new", &[b"x"])[..16].to_vec();
+    }
+
+    #[test]
+    fn tags_decode_only_at_full_length() {
+        let t = tag(b"k", &[b"m"]);
+        let hex = hex::encode(t);
+        let b64 = encode_base64(&t);
+        assert_eq!(tag_from_hex(hex.as_bytes()), Some(t));
+        assert_eq!(tag_from_hex(hex.to_uppercase().as_bytes()), Some(t));
+        assert_eq!(tag_from_base64(b64.as_bytes()), Some(t));
         assert_eq!(
-            match_key(&keys, &[b"x"], &[short]),
-            Err(Error::InvalidSignature)
+            tag_from_base64(b64.trim_end_matches('=').as_bytes()),
+            Some(t)
         );
+        for bad in [&hex[2..], &hex[..62], "", "deadbeef", "zz", &"0".repeat(66)] {
+            assert_eq!(tag_from_hex(bad.as_bytes()), None, "{bad}");
+        }
+        // Hex text is valid base64, but of the wrong length.
+        for bad in [hex.as_str(), &b64[4..], "", "!!!!", &b64.replace('+', "-")] {
+            if bad != b64 {
+                assert_eq!(tag_from_base64(bad.as_bytes()), None, "{bad}");
+            }
+        }
     }
 
     #[test]

@@ -32,7 +32,7 @@ pub(super) fn verify(
     let signature = value
         .strip_prefix(VERSION)
         .and_then(|rest| rest.strip_prefix(b"="))
-        .and_then(hmac::decode_hex)
+        .and_then(hmac::tag_from_hex)
         .ok_or(Error::MalformedSignature(SIGNATURE))?;
     let timestamp_text =
         hmac::header(headers, TIMESTAMP).ok_or(Error::MalformedSignature(TIMESTAMP))?;

@@ -51,12 +51,12 @@ pub(super) fn prepare_key(secret: &Secret) -> Result<Secret, String> {
 }
 
 /// The `v1` signatures in a `webhook-signature` list; entries of other
-/// versions and `v1` values that are not base64 are skipped.
-fn signatures(value: &[u8]) -> Vec<Vec<u8>> {
+/// versions, and `v1` values that are not a base64 tag, are skipped.
+fn signatures(value: &[u8]) -> Vec<hmac::Tag> {
     value
         .split(|&b| b == b' ')
         .filter_map(|entry| entry.strip_prefix(b"v1,"))
-        .filter_map(hmac::decode_base64)
+        .filter_map(hmac::tag_from_base64)
         .collect()
 }
 

@@ -4,8 +4,8 @@
 //!
 //! During a secret roll Stripe sends one `v1` per active endpoint secret, so
 //! every `v1` is a candidate. Other schemes (`v0`, test-mode extras) are
-//! ignored, as are `v1` values that are not hex, as long as at least one `v1`
-//! is usable — the same leniency as Stripe's libraries.
+//! ignored, as are `v1` values that are not a hex tag, as long as at least
+//! one `v1` is usable — the same leniency as Stripe's libraries.
 //!
 //! Source: <https://docs.stripe.com/webhooks#verify-manually>.
 
@@ -24,14 +24,13 @@ struct Header<'a> {
     /// `t` as sent: the signed bytes use the text, not a re-rendering.
     timestamp_text: &'a [u8],
     timestamp: i64,
-    signatures: Vec<Vec<u8>>,
+    signatures: Vec<hmac::Tag>,
 }
 
 fn parse(value: &[u8]) -> Result<Header<'_>, Error> {
     let malformed = Error::MalformedSignature(SIGNATURE);
     let mut timestamp_text = None;
     let mut signatures = Vec::new();
-    let mut saw_v1 = false;
     for item in value.split(|&b| b == b',') {
         let item = item.trim_ascii();
         let Some(eq) = item.iter().position(|&b| b == b'=') else {
@@ -43,8 +42,7 @@ fn parse(value: &[u8]) -> Result<Header<'_>, Error> {
             b"t" if timestamp_text.is_some() => return Err(malformed),
             b"t" => timestamp_text = Some(val),
             b"v1" => {
-                saw_v1 = true;
-                if let Some(sig) = hmac::decode_hex(val) {
+                if let Some(sig) = hmac::tag_from_hex(val) {
                     signatures.push(sig);
                 }
             }
@@ -53,7 +51,7 @@ fn parse(value: &[u8]) -> Result<Header<'_>, Error> {
     }
     let timestamp_text = timestamp_text.ok_or(malformed.clone())?;
     let timestamp = hmac::parse_timestamp(timestamp_text).ok_or(malformed.clone())?;
-    if !saw_v1 || signatures.is_empty() {
+    if signatures.is_empty() {
         return Err(malformed);
     }
     Ok(Header {
