@@ -119,3 +119,249 @@ pub(super) fn sign(
         ),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::Scheme;
+    use super::super::test_support::{
+        TOLERANCE, common_checks, garbage_is_refused, headers, key, set, signed,
+    };
+    use super::*;
+
+    // The Standard Webhooks reference libraries' signing vector, e.g.
+    // `TestWebhookSign` in
+    // https://github.com/standard-webhooks/standard-webhooks/blob/main/libraries/go/webhook_test.go
+    const DOC_SECRET: &[u8] = b"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    const DOC_ID: &str = "msg_p5jXN8AQM9LWM0D4loKWxJek";
+    const DOC_TS: i64 = 1_614_265_330;
+    const DOC_BODY: &[u8] = br#"{"test": 2432232314}"#;
+    const DOC_SIGNATURE: &str = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=";
+    // A well-formed v1 signature that matches nothing, from the same tests.
+    const OTHER: &str = "v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc=";
+
+    const BODY: &[u8] = br#"{"type":"invoice.paid","data":{"id":"in_1"}}"#;
+
+    fn doc_key() -> Secret {
+        Scheme::Standard
+            .prepare_key(&key(DOC_SECRET))
+            .expect("the spec's secret is valid")
+    }
+
+    fn doc_headers(prefix: &str, signature: &str) -> http::HeaderMap {
+        headers(&[
+            (&format!("{prefix}-id"), DOC_ID),
+            (&format!("{prefix}-timestamp"), "1614265330"),
+            (&format!("{prefix}-signature"), signature),
+        ])
+    }
+
+    #[test]
+    fn spec_vector_verifies_under_both_header_families() {
+        for prefix in ["webhook", "svix"] {
+            let got = Scheme::Standard.verify(
+                &[doc_key()],
+                TOLERANCE,
+                &doc_headers(prefix, DOC_SIGNATURE),
+                DOC_BODY,
+                DOC_TS + 10,
+            );
+            assert_eq!(
+                got,
+                Ok(Verified {
+                    event_id: DOC_ID.into(),
+                    event_type: None,
+                    timestamp: Some(DOC_TS),
+                    secret_index: 0,
+                }),
+                "{prefix}"
+            );
+        }
+    }
+
+    #[test]
+    fn spec_vector_is_what_sign_produces() {
+        let lines = Scheme::Standard.sign(&doc_key(), DOC_BODY, Some(DOC_ID), DOC_TS);
+        assert_eq!(
+            lines,
+            vec![
+                ("webhook-id".to_owned(), DOC_ID.to_owned()),
+                ("webhook-timestamp".to_owned(), "1614265330".to_owned()),
+                ("webhook-signature".to_owned(), DOC_SIGNATURE.to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn keys_with_or_without_prefix() {
+        let bare = Scheme::Standard.prepare_key(&key(b"MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"));
+        assert_eq!(bare, Ok(doc_key()));
+        assert!(
+            Scheme::Standard
+                .prepare_key(&key(b"whsec_not base64!"))
+                .is_err()
+        );
+        assert!(Scheme::Standard.prepare_key(&key(b"whsec_")).is_err());
+    }
+
+    #[test]
+    fn common() {
+        common_checks(
+            &Scheme::Standard,
+            &doc_key(),
+            BODY,
+            &["webhook-signature", "svix-signature"],
+        );
+    }
+
+    #[test]
+    fn type_comes_from_the_body_and_id_from_the_header() {
+        let h = signed(&Scheme::Standard, &doc_key(), BODY, Some("msg_1"), DOC_TS);
+        let v = Scheme::Standard.verify(&[doc_key()], TOLERANCE, &h, BODY, DOC_TS);
+        assert_eq!(
+            v.map(|v| (v.event_id, v.event_type)),
+            Ok(("msg_1".to_owned(), Some("invoice.paid".to_owned())))
+        );
+    }
+
+    #[test]
+    fn any_v1_in_the_list_may_match() {
+        // The multi-signature case of the reference tests, plus a v1a
+        // (asymmetric) entry and extra spaces.
+        for list in [
+            format!("{OTHER} v2,{} {DOC_SIGNATURE} {OTHER}", &OTHER[3..]),
+            format!("v1a,{} {DOC_SIGNATURE}", &OTHER[3..]),
+            format!("{DOC_SIGNATURE}  {OTHER}"),
+            format!("v1,notbase64 {DOC_SIGNATURE}"),
+        ] {
+            let got = Scheme::Standard.verify(
+                &[doc_key()],
+                TOLERANCE,
+                &doc_headers("webhook", &list),
+                DOC_BODY,
+                DOC_TS,
+            );
+            assert!(got.is_ok(), "{list}: {got:?}");
+        }
+        let got = Scheme::Standard.verify(
+            &[doc_key()],
+            TOLERANCE,
+            &doc_headers("webhook", &format!("{OTHER} {OTHER}")),
+            DOC_BODY,
+            DOC_TS,
+        );
+        assert_eq!(got, Err(Error::InvalidSignature));
+    }
+
+    #[test]
+    fn lists_without_a_usable_v1_are_malformed() {
+        let b64 = &DOC_SIGNATURE[3..];
+        for list in [
+            format!("v1a,{b64}"),
+            format!("v2,{b64}"),
+            b64.to_owned(),
+            format!("v1={b64}"),
+            "v1,".to_owned(),
+            "v1,!!!".to_owned(),
+            format!("v1,{}", &b64[4..]),
+        ] {
+            assert_eq!(
+                Scheme::Standard.verify(
+                    &[doc_key()],
+                    TOLERANCE,
+                    &doc_headers("webhook", &list),
+                    DOC_BODY,
+                    DOC_TS
+                ),
+                Err(Error::MalformedSignature("webhook-signature")),
+                "{list}"
+            );
+        }
+    }
+
+    #[test]
+    fn missing_id_or_timestamp_is_malformed() {
+        for (name, value) in [
+            ("webhook-id", None),
+            ("webhook-id", Some("")),
+            ("webhook-timestamp", None),
+            ("webhook-timestamp", Some("")),
+            ("webhook-timestamp", Some("1614265330.0")),
+            ("webhook-timestamp", Some("2021-02-25T15:02:10Z")),
+        ] {
+            let mut h = doc_headers("webhook", DOC_SIGNATURE);
+            match value {
+                Some(v) => set(&mut h, name, v.as_bytes()),
+                None => {
+                    h.remove(name);
+                }
+            }
+            assert_eq!(
+                Scheme::Standard.verify(&[doc_key()], TOLERANCE, &h, DOC_BODY, DOC_TS),
+                Err(Error::MalformedSignature(name)),
+                "{name} = {value:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn header_families_are_not_mixed() {
+        let h = headers(&[
+            ("svix-id", DOC_ID),
+            ("svix-timestamp", "1614265330"),
+            ("webhook-signature", DOC_SIGNATURE),
+        ]);
+        assert_eq!(
+            Scheme::Standard.verify(&[doc_key()], TOLERANCE, &h, DOC_BODY, DOC_TS),
+            Err(Error::MalformedSignature("webhook-id"))
+        );
+    }
+
+    #[test]
+    fn tampered_id_or_timestamp_is_refused() {
+        for (name, value) in [
+            ("webhook-id", "msg_p5jXN8AQM9LWM0D4loKWxJeK"),
+            ("webhook-timestamp", "1614265331"),
+            ("webhook-timestamp", "01614265330"),
+        ] {
+            let mut h = doc_headers("webhook", DOC_SIGNATURE);
+            set(&mut h, name, value.as_bytes());
+            assert_eq!(
+                Scheme::Standard.verify(&[doc_key()], TOLERANCE, &h, DOC_BODY, DOC_TS),
+                Err(Error::InvalidSignature),
+                "{name} = {value}"
+            );
+        }
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        garbage_is_refused(
+            &Scheme::Standard,
+            &[doc_key()],
+            &doc_headers("webhook", DOC_SIGNATURE),
+            DOC_BODY,
+            DOC_TS,
+            &["webhook-signature", "webhook-timestamp", "webhook-id"],
+        );
+    }
+
+    #[test]
+    fn non_utf8_body_round_trips() {
+        let body = b"\x00\xff\xfe not json";
+        let h = signed(&Scheme::Standard, &doc_key(), body, Some("msg_bin"), DOC_TS);
+        let v = Scheme::Standard.verify(&[doc_key()], TOLERANCE, &h, body, DOC_TS);
+        assert_eq!(
+            v.map(|v| (v.event_id, v.event_type)),
+            Ok(("msg_bin".to_owned(), None))
+        );
+    }
+
+    #[test]
+    fn sign_makes_up_an_id() {
+        let h = signed(&Scheme::Standard, &doc_key(), BODY, None, DOC_TS);
+        let v = Scheme::Standard
+            .verify(&[doc_key()], TOLERANCE, &h, BODY, DOC_TS)
+            .expect("sign makes a valid request");
+        assert!(v.event_id.starts_with("msg_"));
+    }
+}
