@@ -105,7 +105,7 @@ fn header<'a>(headers: &'a HeaderMap, name: &http::HeaderName) -> Option<&'a [u8
 
 impl Generic {
     /// Problems that would make every request to this source fail, or make
-    /// its signature meaningless. Config validation calls it so a broken
+    /// its signature meaningless. Meant for config validation, so a broken
     /// `[source.generic]` table is reported at load time, not per request.
     pub fn validate(&self) -> Result<(), String> {
         let pieces = pieces(&self.signed_payload);
