@@ -1,1 +1,340 @@
-//! hmac
+//! The pieces every scheme shares: HMAC-SHA256 over the signed bytes fed in
+//! parts, constant-time matching against every active key and every
+//! signature value a header carries, hex/base64 decoding, the replay window,
+//! and the body-derived event id and type.
+//!
+//! Everything here takes untrusted bytes and answers with `Option` or
+//! `Result`: no input can make it panic.
+
+use base64::Engine;
+use base64::engine::general_purpose::{STANDARD, STANDARD_PAD_INDIFFERENT};
+use hmac::{Hmac, KeyInit, Mac};
+use http::HeaderMap;
+use sha2::{Digest, Sha256};
+use subtle::{Choice, ConstantTimeEq};
+
+use super::Error;
+use crate::config::secret::Secret;
+
+/// Bytes in an HMAC-SHA256 tag.
+pub(crate) const TAG_LEN: usize = 32;
+
+/// An HMAC-SHA256 tag, computed or decoded from a header.
+pub(crate) type Tag = [u8; TAG_LEN];
+
+/// SHA-256 block size; HMAC keys are normalised to exactly this length.
+const BLOCK_LEN: usize = 64;
+
+/// HMAC-SHA256 of the concatenation of `parts`, fed one slice at a time so
+/// the body is never copied next to its prefix.
+pub(crate) fn tag(key: &[u8], parts: &[&[u8]]) -> Tag {
+    let mut mac = Hmac::<Sha256>::new(&block_key(key).into());
+    for part in parts {
+        mac.update(part);
+    }
+    mac.finalize().into_bytes().into()
+}
+
+/// The key as HMAC itself normalises it (RFC 2104 §2): a key longer than a
+/// block is replaced by its SHA-256, then the key is zero-padded to the block
+/// size. HMAC over the padded key is HMAC over the original one; doing it here
+/// lets the fixed-size constructor, which cannot fail, take any key.
+fn block_key(key: &[u8]) -> [u8; BLOCK_LEN] {
+    let mut block = [0u8; BLOCK_LEN];
+    if key.len() > BLOCK_LEN {
+        block[..TAG_LEN].copy_from_slice(&Sha256::digest(key));
+    } else {
+        block[..key.len()].copy_from_slice(key);
+    }
+    block
+}
+
+/// The index of the first key whose tag over `parts` equals any of
+/// `candidates`, or [`Error::InvalidSignature`].
+///
+/// The tag is computed once per key; every key is compared against every
+/// candidate with [`ConstantTimeEq`], so the time taken depends only on how
+/// many keys and candidates there are, not on how many bytes of a forged
+/// signature happen to be right.
+pub(crate) fn match_key(
+    keys: &[Secret],
+    parts: &[&[u8]],
+    candidates: &[Tag],
+) -> Result<usize, Error> {
+    let mut matched = None;
+    for (index, key) in keys.iter().enumerate() {
+        let expected = tag(key.expose(), parts);
+        let mut hit = Choice::from(0);
+        for candidate in candidates {
+            hit |= expected.as_slice().ct_eq(candidate.as_slice());
+        }
+        if bool::from(hit) && matched.is_none() {
+            matched = Some(index);
+        }
+    }
+    matched.ok_or(Error::InvalidSignature)
+}
+
+/// A tag written in hex (either case), or `None`. Anything that does not
+/// decode to exactly [`TAG_LEN`] bytes cannot be an HMAC-SHA256 tag, so it
+/// is refused as malformed rather than compared.
+pub(crate) fn tag_from_hex(text: &[u8]) -> Option<Tag> {
+    if text.len() != 2 * TAG_LEN {
+        return None;
+    }
+    hex::decode(text).ok()?.try_into().ok()
+}
+
+/// A tag written in standard-alphabet base64 (padding optional), or `None`;
+/// as for hex, only exactly [`TAG_LEN`] bytes qualify.
+pub(crate) fn tag_from_base64(text: &[u8]) -> Option<Tag> {
+    // 32 bytes are 43 base64 characters, 44 with padding.
+    if !(43..=44).contains(&text.len()) {
+        return None;
+    }
+    STANDARD_PAD_INDIFFERENT.decode(text).ok()?.try_into().ok()
+}
+
+/// Standard-alphabet base64 with padding, as the senders emit it.
+pub(crate) fn encode_base64(bytes: &[u8]) -> String {
+    STANDARD.encode(bytes)
+}
+
+/// A unix-seconds timestamp as senders write it: ASCII digits only (no sign,
+/// no spaces, no fraction), and small enough for an `i64`.
+pub(crate) fn parse_timestamp(text: &[u8]) -> Option<i64> {
+    if text.is_empty() || !text.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(text).ok()?.parse().ok()
+}
+
+/// Refuses a signed timestamp more than `tolerance` away from `now`, in
+/// either direction (a timestamp from the future is as suspect as a stale
+/// one). `abs_diff` is exact over the whole `i64` range, so an extreme value
+/// cannot wrap around into the window.
+pub(crate) fn check_window(
+    timestamp: i64,
+    now: i64,
+    tolerance: std::time::Duration,
+) -> Result<(), Error> {
+    let tolerance_secs = tolerance.as_secs();
+    if now.abs_diff(timestamp) > tolerance_secs {
+        return Err(Error::TimestampOutsideWindow {
+            timestamp,
+            tolerance_secs,
+        });
+    }
+    Ok(())
+}
+
+/// The event id of last resort: lowercase hex SHA-256 of the raw body.
+pub(crate) fn body_sha256_hex(body: &[u8]) -> String {
+    hex::encode(Sha256::digest(body))
+}
+
+/// The body as JSON, or `None` when it is not JSON (form-encoded Slack
+/// commands, non-JSON generic senders).
+pub(crate) fn parse_json(body: &[u8]) -> Option<serde_json::Value> {
+    serde_json::from_slice(body).ok()
+}
+
+/// An id at a JSON pointer: a string as-is, a number as its decimal text.
+/// Empty strings count as absent: an empty id cannot key a nonce.
+pub(crate) fn pointer_id(json: &serde_json::Value, pointer: &str) -> Option<String> {
+    match json.pointer(pointer)? {
+        serde_json::Value::String(s) if !s.is_empty() => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// A string at a JSON pointer (event types are strings; anything else is
+/// treated as absent).
+pub(crate) fn pointer_str(json: &serde_json::Value, pointer: &str) -> Option<String> {
+    match json.pointer(pointer)? {
+        serde_json::Value::String(s) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+/// The raw bytes of the first value of header `name`, if present.
+pub(crate) fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a [u8]> {
+    headers.get(name).map(|v| v.as_bytes())
+}
+
+/// A header value as text for an event id or type: `None` when absent or
+/// empty; bytes that are not UTF-8 are replaced rather than refused, since
+/// the value is informational once the signature has been checked.
+pub(crate) fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
+    match header(headers, name) {
+        Some(bytes) if !bytes.is_empty() => Some(String::from_utf8_lossy(bytes).into_owned()),
+        _ => None,
+    }
+}
+
+/// A fresh random event id: 16 random bytes laid out as a version-4 UUID.
+pub(crate) fn random_id() -> String {
+    let mut bytes: [u8; 16] = rand::random();
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex = hex::encode(bytes);
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    // RFC 4231 §4.2, test case 1: key 0x0b * 20, data "Hi There".
+    // https://www.rfc-editor.org/rfc/rfc4231#section-4.2
+    #[test]
+    fn rfc4231_case_1() {
+        let got = tag(&[0x0b; 20], &[b"Hi ", b"There"]);
+        assert_eq!(
+            hex::encode(got),
+            "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"
+        );
+    }
+
+    // RFC 4231 §4.7, test case 6: a 131-byte key (longer than a block, so
+    // it is hashed first).
+    #[test]
+    fn rfc4231_case_6_long_key() {
+        let got = tag(
+            &[0xaa; 131],
+            &[b"Test Using Larger Than Block-Size Key - Hash Key First"],
+        );
+        assert_eq!(
+            hex::encode(got),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"
+        );
+    }
+
+    #[test]
+    fn padded_key_equals_variable_key_hmac() {
+        for len in [1usize, 20, 63, 64, 65, 200] {
+            let key = vec![0x5a; len];
+            let mut mac =
+                Hmac::<Sha256>::new_from_slice(&key).expect("HMAC takes keys of any length");
+            mac.update(b"body");
+            let want: Tag = mac.finalize().into_bytes().into();
+            assert_eq!(tag(&key, &[b"bo", b"", b"dy"]), want, "key length {len}");
+        }
+    }
+
+    #[test]
+    fn match_key_reports_the_matching_index() {
+        let keys = [Secret::new(b"old".to_vec()), Secret::new(b"new".to_vec())];
+        let good = tag(b"new", &[b"x"]);
+        let other = tag(b"nope", &[b"x"]);
+        assert_eq!(match_key(&keys, &[b"x"], &[other, good]), Ok(1));
+        assert_eq!(
+            match_key(&keys, &[b"x"], &[other]),
+            Err(Error::InvalidSignature)
+        );
+        assert_eq!(match_key(&keys, &[b"x"], &[]), Err(Error::InvalidSignature));
+        assert_eq!(
+            match_key(&[], &[b"x"], &[good]),
+            Err(Error::InvalidSignature)
+        );
+    }
+
+    #[test]
+    fn tags_decode_only_at_full_length() {
+        let t = tag(b"k", &[b"m"]);
+        let hex = hex::encode(t);
+        let b64 = encode_base64(&t);
+        assert_eq!(tag_from_hex(hex.as_bytes()), Some(t));
+        assert_eq!(tag_from_hex(hex.to_uppercase().as_bytes()), Some(t));
+        assert_eq!(tag_from_base64(b64.as_bytes()), Some(t));
+        assert_eq!(
+            tag_from_base64(b64.trim_end_matches('=').as_bytes()),
+            Some(t)
+        );
+        for bad in [&hex[2..], &hex[..62], "", "deadbeef", "zz", &"0".repeat(66)] {
+            assert_eq!(tag_from_hex(bad.as_bytes()), None, "{bad}");
+        }
+        // Hex text is valid base64, but of the wrong length.
+        for bad in [hex.as_str(), &b64[4..], "", "!!!!", &b64.replace('+', "-")] {
+            if bad != b64 {
+                assert_eq!(tag_from_base64(bad.as_bytes()), None, "{bad}");
+            }
+        }
+    }
+
+    #[test]
+    fn timestamps_are_plain_digits() {
+        assert_eq!(parse_timestamp(b"1614265330"), Some(1_614_265_330));
+        assert_eq!(parse_timestamp(b"0"), Some(0));
+        for bad in [
+            &b""[..],
+            b"-1",
+            b"+1",
+            b" 1",
+            b"1.5",
+            b"abc",
+            b"\xff",
+            b"99999999999999999999999",
+        ] {
+            assert_eq!(parse_timestamp(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn window_is_symmetric_and_inclusive() {
+        let tol = Duration::from_secs(300);
+        assert!(check_window(1000, 1300, tol).is_ok());
+        assert!(check_window(1300, 1000, tol).is_ok());
+        assert_eq!(
+            check_window(1000, 1301, tol),
+            Err(Error::TimestampOutsideWindow {
+                timestamp: 1000,
+                tolerance_secs: 300
+            })
+        );
+        assert!(check_window(1301, 1000, tol).is_err());
+        assert!(check_window(i64::MIN, i64::MAX, tol).is_err());
+        assert!(check_window(i64::MAX, i64::MIN, tol).is_err());
+        assert!(check_window(i64::MAX, 0, Duration::MAX).is_ok());
+    }
+
+    #[test]
+    fn pointers_read_strings_and_numbers() {
+        let json = parse_json(br#"{"id":"evt_1","n":42,"e":"","o":{},"t":7}"#)
+            .expect("test JSON is valid");
+        assert_eq!(pointer_id(&json, "/id").as_deref(), Some("evt_1"));
+        assert_eq!(pointer_id(&json, "/n").as_deref(), Some("42"));
+        assert_eq!(pointer_id(&json, "/e"), None);
+        assert_eq!(pointer_id(&json, "/o"), None);
+        assert_eq!(pointer_id(&json, "/missing"), None);
+        assert_eq!(pointer_str(&json, "/t"), None);
+        assert_eq!(parse_json(b"token=a&b=c"), None);
+    }
+
+    #[test]
+    fn body_digest_is_sha256_hex() {
+        // SHA-256("abc"), FIPS 180-2 appendix B.1.
+        assert_eq!(
+            body_sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn random_ids_look_like_uuids() {
+        let id = random_id();
+        assert_eq!(id.len(), 36);
+        assert_eq!(&id[14..15], "4");
+        assert_ne!(id, random_id());
+    }
+}

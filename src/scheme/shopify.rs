@@ -1,1 +1,198 @@
-//! shopify
+//! Shopify: `X-Shopify-Hmac-Sha256: <base64>` over the raw body; id
+//! `X-Shopify-Webhook-Id`, type `X-Shopify-Topic`. The same names without
+//! the `X-` prefix (`Shopify-Hmac-Sha256`, …) are accepted too, as the
+//! contract promises; the `X-` spelling wins when both are present. No
+//! timestamp is signed, so replays are caught by the nonce alone.
+//!
+//! Source: <https://shopify.dev/docs/apps/build/webhooks/subscribe/https>.
+
+use http::HeaderMap;
+
+use super::hmac;
+use super::{Error, Verified};
+use crate::config::secret::Secret;
+
+const SIGNATURE: &str = "X-Shopify-Hmac-Sha256";
+const SIGNATURE_BARE: &str = "Shopify-Hmac-Sha256";
+const WEBHOOK_ID: &str = "X-Shopify-Webhook-Id";
+const WEBHOOK_ID_BARE: &str = "Shopify-Webhook-Id";
+const TOPIC: &str = "X-Shopify-Topic";
+const TOPIC_BARE: &str = "Shopify-Topic";
+
+/// The value under the `X-` name, else under the bare one.
+fn text(headers: &HeaderMap, prefixed: &str, bare: &str) -> Option<String> {
+    hmac::header_text(headers, prefixed).or_else(|| hmac::header_text(headers, bare))
+}
+
+pub(super) fn verify(keys: &[Secret], headers: &HeaderMap, body: &[u8]) -> Result<Verified, Error> {
+    let value = hmac::header(headers, SIGNATURE)
+        .or_else(|| hmac::header(headers, SIGNATURE_BARE))
+        .ok_or(Error::MissingSignature(SIGNATURE))?;
+    let signature = hmac::tag_from_base64(value).ok_or(Error::MalformedSignature(SIGNATURE))?;
+    let secret_index = hmac::match_key(keys, &[body], &[signature])?;
+
+    Ok(Verified {
+        event_id: text(headers, WEBHOOK_ID, WEBHOOK_ID_BARE)
+            .unwrap_or_else(|| hmac::body_sha256_hex(body)),
+        event_type: text(headers, TOPIC, TOPIC_BARE),
+        timestamp: None,
+        secret_index,
+    })
+}
+
+pub(super) fn sign(key: &Secret, body: &[u8], id: Option<&str>) -> Vec<(String, String)> {
+    let tag = hmac::tag(key.expose(), &[body]);
+    vec![
+        (SIGNATURE.to_owned(), hmac::encode_base64(&tag)),
+        (
+            WEBHOOK_ID.to_owned(),
+            id.map_or_else(hmac::random_id, str::to_owned),
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Scheme;
+    use super::super::test_support::{
+        TOLERANCE, common_checks, garbage_is_refused, headers, key, signed,
+    };
+    use super::*;
+
+    // Shopify publishes the algorithm (base64 HMAC-SHA256 of the raw body
+    // keyed with the app's client secret) but no test vector:
+    // https://shopify.dev/docs/apps/build/webhooks/subscribe/https
+    // This one was computed independently with Python's standard library:
+    //   python3 -c 'import hmac,hashlib,base64; print(base64.b64encode(hmac.new(
+    //     b"my_client_secret", b"{\"id\":820982911946154508,\"email\":\"jon@example.com\"}",
+    //     hashlib.sha256).digest()).decode())'
+    const SECRET: &[u8] = b"my_client_secret";
+    const BODY: &[u8] = br#"{"id":820982911946154508,"email":"jon@example.com"}"#;
+    const SIGNATURE: &str = "C/Y8NEvOrvo0BOmOkykuhLsX6NfhUdB0T6W8SsFrOEQ=";
+
+    const NOW: i64 = 1_700_000_000;
+
+    #[test]
+    fn independent_vector_verifies() {
+        let h = headers(&[
+            ("X-Shopify-Hmac-Sha256", SIGNATURE),
+            (
+                "X-Shopify-Webhook-Id",
+                "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043",
+            ),
+            ("X-Shopify-Topic", "orders/create"),
+        ]);
+        let got = Scheme::Shopify.verify(&[key(SECRET)], TOLERANCE, &h, BODY, NOW);
+        assert_eq!(
+            got,
+            Ok(Verified {
+                event_id: "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043".into(),
+                event_type: Some("orders/create".into()),
+                timestamp: None,
+                secret_index: 0,
+            })
+        );
+    }
+
+    #[test]
+    fn independent_vector_is_what_sign_produces() {
+        let lines = Scheme::Shopify.sign(&key(SECRET), BODY, Some("w-1"), NOW);
+        assert_eq!(
+            lines,
+            vec![
+                ("X-Shopify-Hmac-Sha256".to_owned(), SIGNATURE.to_owned()),
+                ("X-Shopify-Webhook-Id".to_owned(), "w-1".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn common() {
+        common_checks(
+            &Scheme::Shopify,
+            &key(SECRET),
+            BODY,
+            &["x-shopify-hmac-sha256", "shopify-hmac-sha256"],
+        );
+    }
+
+    #[test]
+    fn headers_without_the_x_prefix_are_read() {
+        let h = headers(&[
+            ("Shopify-Hmac-Sha256", SIGNATURE),
+            ("Shopify-Webhook-Id", "w-bare"),
+            ("Shopify-Topic", "orders/paid"),
+        ]);
+        let v = Scheme::Shopify
+            .verify(&[key(SECRET)], TOLERANCE, &h, BODY, NOW)
+            .expect("bare names verify");
+        assert_eq!(v.event_id, "w-bare");
+        assert_eq!(v.event_type.as_deref(), Some("orders/paid"));
+        // With both, the X- spelling wins.
+        let h = headers(&[
+            ("X-Shopify-Hmac-Sha256", SIGNATURE),
+            ("Shopify-Hmac-Sha256", "garbage"),
+            ("X-Shopify-Webhook-Id", "w-x"),
+            ("Shopify-Webhook-Id", "w-bare"),
+        ]);
+        let v = Scheme::Shopify.verify(&[key(SECRET)], TOLERANCE, &h, BODY, NOW);
+        assert_eq!(v.map(|v| v.event_id), Ok("w-x".to_owned()));
+    }
+
+    #[test]
+    fn header_names_are_case_insensitive() {
+        let h = headers(&[("x-shopify-hmac-sha256", SIGNATURE)]);
+        assert!(
+            Scheme::Shopify
+                .verify(&[key(SECRET)], TOLERANCE, &h, BODY, NOW)
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn without_a_webhook_id_the_body_digest_is_the_id() {
+        let h = headers(&[("X-Shopify-Hmac-Sha256", SIGNATURE)]);
+        let v = Scheme::Shopify.verify(&[key(SECRET)], TOLERANCE, &h, BODY, NOW);
+        assert_eq!(v.map(|v| v.event_id), Ok(hmac::body_sha256_hex(BODY)));
+    }
+
+    #[test]
+    fn garbled_headers_are_malformed() {
+        let hex = hex::encode(hmac::tag(SECRET, &[BODY]));
+        let prefixed = format!("sha256={SIGNATURE}");
+        for value in [hex.as_str(), "!!!!", &prefixed, &SIGNATURE[1..]] {
+            assert_eq!(
+                Scheme::Shopify.verify(
+                    &[key(SECRET)],
+                    TOLERANCE,
+                    &headers(&[("X-Shopify-Hmac-Sha256", value)]),
+                    BODY,
+                    NOW
+                ),
+                Err(Error::MalformedSignature("X-Shopify-Hmac-Sha256")),
+                "{value}"
+            );
+        }
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        let valid = signed(&Scheme::Shopify, &key(SECRET), BODY, None, NOW);
+        garbage_is_refused(
+            &Scheme::Shopify,
+            &[key(SECRET)],
+            &valid,
+            BODY,
+            NOW,
+            &["x-shopify-hmac-sha256"],
+        );
+    }
+
+    #[test]
+    fn non_utf8_body_round_trips() {
+        let body = b"\xc3\x28 not utf-8 \xff";
+        let h = signed(&Scheme::Shopify, &key(SECRET), body, Some("w-3"), NOW);
+        let v = Scheme::Shopify.verify(&[key(SECRET)], TOLERANCE, &h, body, NOW);
+        assert_eq!(v.map(|v| v.event_id), Ok("w-3".to_owned()));
+    }
+}
