@@ -114,10 +114,10 @@ impl Outcome {
             Outcome::Ignored => r#"{"ignored":true}"#.to_owned(),
             Outcome::StaleVersion => r#"{"ignored":"stale_version"}"#.to_owned(),
             Outcome::Duplicate { event_id } => {
-                serde_json::json!({"duplicate": true, "event_id": event_id}).to_string()
+                format!(r#"{{"duplicate":true,"event_id":{}}}"#, json_string(event_id))
             }
             Outcome::Queued { event_id } => {
-                serde_json::json!({"queued": true, "event_id": event_id}).to_string()
+                format!(r#"{{"queued":true,"event_id":{}}}"#, json_string(event_id))
             }
             other => format!(r#"{{"error":"{}"}}"#, other.code()),
         }
@@ -138,6 +138,11 @@ impl Outcome {
         }
         response
     }
+}
+
+/// A JSON string literal (quoted and escaped).
+fn json_string(s: &str) -> String {
+    serde_json::Value::from(s).to_string()
 }
 
 impl From<&scheme::Error> for Outcome {
