@@ -1,0 +1,1 @@
+mod support { pub mod redis; } mod store;
