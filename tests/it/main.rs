@@ -1,1 +1,4 @@
-mod support { pub mod redis; } mod store;
+mod support {
+    pub mod redis;
+}
+mod store;

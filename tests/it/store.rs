@@ -384,7 +384,10 @@ async fn errors_never_show_the_password() {
     let mut server = RedisServer::start_with_password(password);
 
     let store = redis_store(&server.url());
-    assert_eq!(claim(&store, &nonce("auth"), "t", LEASE).await, Claim::Fresh);
+    assert_eq!(
+        claim(&store, &nonce("auth"), "t", LEASE).await,
+        Claim::Fresh
+    );
     assert!(!format!("{store:?}").contains(password));
 
     // Wrong password: the server refuses, and the message names neither password.
@@ -392,7 +395,10 @@ async fn errors_never_show_the_password() {
     let bad = redis_store(&wrong);
     match bad.claim(&nonce("auth"), "t", LEASE).await {
         Err(Error::Unavailable(msg)) => {
-            assert!(!msg.contains("wr0ng-pa55") && !msg.contains(password), "{msg}");
+            assert!(
+                !msg.contains("wr0ng-pa55") && !msg.contains(password),
+                "{msg}"
+            );
         }
         other => panic!("a wrong password must be Unavailable, got {other:?}"),
     }

@@ -87,7 +87,10 @@ impl RedisServer {
         self.stop();
         self.spawn();
         if let Err(failure) = self.wait_ready() {
-            panic!("redis-server did not restart on port {}: {failure}", self.port);
+            panic!(
+                "redis-server did not restart on port {}: {failure}",
+                self.port
+            );
         }
     }
 
@@ -184,7 +187,10 @@ impl RedisServer {
             sleep(Duration::from_millis(20));
         }
         self.stop();
-        Err(format!("no answer within {READY_TIMEOUT:?}: {}", self.log_tail()))
+        Err(format!(
+            "no answer within {READY_TIMEOUT:?}: {}",
+            self.log_tail()
+        ))
     }
 
     fn log_tail(&self) -> String {
@@ -253,7 +259,10 @@ impl RedisCluster {
         }
         for node in &mut self.nodes {
             if let Err(failure) = node.wait_ready() {
-                panic!("cluster node did not restart on port {}: {failure}", node.port);
+                panic!(
+                    "cluster node did not restart on port {}: {failure}",
+                    node.port
+                );
             }
         }
         self.wait_ok();
@@ -269,8 +278,7 @@ impl RedisCluster {
                     .arg("INFO")
                     .query::<String>(&mut conn)
                     .is_ok_and(|info| {
-                        info.contains("cluster_state:ok")
-                            && info.contains("cluster_slots_ok:16384")
+                        info.contains("cluster_state:ok") && info.contains("cluster_slots_ok:16384")
                     })
             });
             if healthy {
