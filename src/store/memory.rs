@@ -144,7 +144,9 @@ impl MemoryStore {
             Some(Value::InFlight(held)) if held == token => {}
             None => {}
             Some(_) => {
-                tracing::debug!("commit skipped: the key is held by another request");
+                tracing::debug!(
+                    "commit skipped: another request took the key, or it is already done"
+                );
                 return Ok(());
             }
         }

@@ -240,7 +240,7 @@ impl RedisStore {
             .script(&COMMIT, key, &[&holder, &millis(ttl).to_string()])
             .await?;
         if set == 0 {
-            tracing::debug!("commit skipped: the key is held by another request");
+            tracing::debug!("commit skipped: another request took the key, or it is already done");
         }
         Ok(())
     }
