@@ -117,8 +117,11 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
 }
 
 /// Opens the store `[store]` asks for. Redis connects lazily: hookgate starts
-/// (and answers 503) even while Redis is still coming up.
-pub async fn open_store(config: &config::Store) -> Result<store::Store, store::Error> {
-    let _ = config;
-    todo!("after the store backends land")
+/// (and answers 503) even while Redis is still coming up. Call inside a Tokio runtime.
+pub fn open_store(config: &config::Store) -> Result<store::Store, store::Error> {
+    match &config.kind {
+        config::StoreKind::Memory => Ok(store::Store::memory(config.memory_max_entries)),
+        config::StoreKind::Redis { url } => store::Store::redis(url),
+        config::StoreKind::RedisCluster { urls } => store::Store::redis_cluster(urls),
+    }
 }

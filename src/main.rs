@@ -72,7 +72,7 @@ async fn serve(path: PathBuf) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let store = match hookgate::open_store(&config.store).await {
+    let store = match hookgate::open_store(&config.store) {
         Ok(store) => store,
         Err(e) => {
             tracing::error!(error = %e, "cannot open the store");

@@ -31,33 +31,89 @@ pub enum Error {
     Full(usize),
 }
 
+/// How long a stored version lives after it last moved (both backends).
+///
+/// Versions are not kept forever: with one key per resource, a high-cardinality
+/// resource (an invoice id, say) would grow the store without bound. Thirty days
+/// is far longer than any sender keeps retrying (Stripe three days, Svix about
+/// five, Shopify two), so an older event can only slip through the gate if it
+/// arrives a month after a newer one was accepted.
+pub const VERSION_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
+
 /// Which store to use, chosen by `[store] kind`.
+#[derive(Debug)]
 pub enum Store {
     Memory(memory::MemoryStore),
     Redis(redis::RedisStore),
 }
 
 impl Store {
+    /// The embedded store, bounded to `max_entries` live entries.
+    pub fn memory(max_entries: usize) -> Self {
+        Store::Memory(memory::MemoryStore::new(max_entries))
+    }
+
+    /// A single Redis node; see [`redis::RedisStore::connect`] (no I/O happens here).
+    pub fn redis(url: &str) -> Result<Self, Error> {
+        redis::RedisStore::connect(url).map(Store::Redis)
+    }
+
+    /// A Redis Cluster; see [`redis::RedisStore::connect_cluster`].
+    pub fn redis_cluster(urls: &[String]) -> Result<Self, Error> {
+        redis::RedisStore::connect_cluster(urls).map(Store::Redis)
+    }
+
     /// Tries to take `key` for `lease`, holding `token`.
     pub async fn claim(&self, key: &str, token: &str, lease: Duration) -> Result<Claim, Error> {
-        let _ = (key, token, lease);
-        todo!()
+        match self {
+            Store::Memory(store) => store.claim(key, token, lease).await,
+            Store::Redis(store) => store.claim(key, token, lease).await,
+        }
     }
 
     /// Marks `key` done for `ttl` if it still holds `token`.
+    ///
+    /// If the lease ran out and nobody took the key since, it is marked done
+    /// anyway (the app did accept the event); if another request holds it now,
+    /// it is left alone.
     pub async fn commit(&self, key: &str, token: &str, ttl: Duration) -> Result<(), Error> {
-        let _ = (key, token, ttl);
-        todo!()
+        match self {
+            Store::Memory(store) => store.commit(key, token, ttl).await,
+            Store::Redis(store) => store.commit(key, token, ttl).await,
+        }
     }
 
     /// Deletes `key` if it still holds `token`.
     pub async fn release(&self, key: &str, token: &str) -> Result<(), Error> {
-        let _ = (key, token);
-        todo!()
+        match self {
+            Store::Memory(store) => store.release(key, token).await,
+            Store::Redis(store) => store.release(key, token).await,
+        }
     }
 
     /// Checks the backend answers (for `/readyz`).
     pub async fn ping(&self) -> Result<(), Error> {
-        todo!()
+        match self {
+            Store::Memory(store) => store.ping().await,
+            Store::Redis(store) => store.ping().await,
+        }
+    }
+
+    /// The highest version accepted for the resource at `key`, if any.
+    pub async fn version_check(&self, key: &str) -> Result<Option<i128>, Error> {
+        match self {
+            Store::Memory(store) => store.version_check(key).await,
+            Store::Redis(store) => store.version_check(key).await,
+        }
+    }
+
+    /// Atomically stores `version` at `key` if nothing or a lower version is
+    /// stored there; returns whether it moved (an equal version does not).
+    /// The entry lives for [`VERSION_TTL`] from its last move.
+    pub async fn version_advance(&self, key: &str, version: i128) -> Result<bool, Error> {
+        match self {
+            Store::Memory(store) => store.version_advance(key, version).await,
+            Store::Redis(store) => store.version_advance(key, version).await,
+        }
     }
 }

@@ -1,2 +1,564 @@
-//! memory
-pub struct MemoryStore;
+//! The embedded store: one process, one map, bounded.
+//!
+//! A `std::sync::Mutex` guards the map and its expiry index; nothing awaits while
+//! holding it, so every operation is a short critical section. An entry past its
+//! deadline counts as absent at once; a purge task removes it later, woken by a
+//! `Notify` when an earlier deadline appears, and stops when the store is dropped.
+//!
+//! Keys and tokens are kept as 128-bit prefixes of their SHA-256 digests and
+//! deadlines as milliseconds since the store was built, so an entry has a fixed
+//! size whatever the length of the source name or event id: 48 bytes in the
+//! map plus 24 in the expiry index; measured 80-140 bytes of RSS per entry
+//! (the hash table grows by doubling) at 0.2-2 million entries.
+//! A digest collision would need about 2^64 live keys.
+//!
+//! The store is bounded by `max_entries`. When it is full, expired entries are
+//! purged first; if it is still full, `claim` fails with [`Error::Full`] rather
+//! than evict anything: forgetting a `done` event would let a retry through.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard, Once, PoisonError, Weak};
+use std::time::Duration;
+
+use sha2::{Digest as _, Sha256};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::{Claim, Error, VERSION_TTL};
+
+/// The first 16 bytes of a SHA-256 digest: a fixed-size stand-in for a key or token.
+type Digest = [u8; 16];
+
+/// Milliseconds since the store's epoch (its creation): half the size of an `Instant`.
+type Millis = u64;
+
+fn digest(s: &str) -> Digest {
+    let full = Sha256::digest(s.as_bytes());
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&full[..16]);
+    out
+}
+
+/// The memory backend. Cheap to share behind an `Arc`; all methods take `&self`.
+pub struct MemoryStore {
+    shared: Arc<Shared>,
+    /// Wakes the purge task. Kept outside `Shared` so the task can wait on it
+    /// without keeping the store alive.
+    wake: Arc<Notify>,
+    /// Spawns the purge task on first use (inside the runtime that uses the store).
+    purge_started: Once,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    max_entries: usize,
+    /// The zero of every [`Millis`] deadline.
+    epoch: Instant,
+}
+
+impl Shared {
+    fn now(&self) -> Millis {
+        millis(self.epoch.elapsed())
+    }
+}
+
+#[derive(Default)]
+struct State {
+    entries: HashMap<Digest, Entry>,
+    /// Deadlines in order, so the purge finds expired entries without a scan.
+    expiries: BTreeSet<(Millis, Digest)>,
+    /// When the purge task will next wake on its own; `None` while it waits for
+    /// a notification only. An insert with an earlier deadline wakes it.
+    next_wake: Option<Millis>,
+}
+
+#[derive(Clone, Copy)]
+struct Entry {
+    expires_at: Millis,
+    value: Value,
+}
+
+/// Byte arrays rather than `u128`/`i128` keep the alignment at 1, so the enum is
+/// 17 bytes instead of 32.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Value {
+    InFlight(Digest),
+    Done,
+    Version([u8; 16]),
+}
+
+impl MemoryStore {
+    /// A store holding at most `max_entries` live entries (nonces and versions).
+    pub fn new(max_entries: usize) -> Self {
+        MemoryStore {
+            shared: Arc::new(Shared {
+                state: Mutex::new(State::default()),
+                max_entries,
+                epoch: Instant::now(),
+            }),
+            wake: Arc::new(Notify::new()),
+            purge_started: Once::new(),
+        }
+    }
+
+    /// Number of entries held, expired ones not yet purged included.
+    pub fn len(&self) -> usize {
+        self.lock().entries.len()
+    }
+
+    /// True when no entry is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Tries to take `key` for `lease`, holding `token`. An expired entry is absent.
+    pub async fn claim(&self, key: &str, token: &str, lease: Duration) -> Result<Claim, Error> {
+        let now = self.shared.now();
+        let key = digest(key);
+        let mut state = self.lock();
+        match state.live(&key, now) {
+            Some(Value::Done) => Ok(Claim::Done),
+            // A version entry cannot share a nonce key (the prefixes differ); if it
+            // ever did, refusing is the safe answer.
+            Some(Value::InFlight(_) | Value::Version(_)) => Ok(Claim::InFlight),
+            None => {
+                let entry = Entry {
+                    expires_at: deadline(now, lease),
+                    value: Value::InFlight(digest(token)),
+                };
+                self.insert(&mut state, key, entry, now)?;
+                Ok(Claim::Fresh)
+            }
+        }
+    }
+
+    /// Marks `key` done for `ttl` if it holds `token`, or if it is absent (the
+    /// lease ran out but nobody else took the key: the app did accept the event).
+    /// A key taken meanwhile by another request is left alone.
+    pub async fn commit(&self, key: &str, token: &str, ttl: Duration) -> Result<(), Error> {
+        let now = self.shared.now();
+        let key = digest(key);
+        let token = digest(token);
+        let mut state = self.lock();
+        match state.live(&key, now) {
+            Some(Value::InFlight(held)) if held == token => {}
+            None => {}
+            Some(_) => {
+                tracing::debug!(
+                    "commit skipped: another request took the key, or it is already done"
+                );
+                return Ok(());
+            }
+        }
+        let entry = Entry {
+            expires_at: deadline(now, ttl),
+            value: Value::Done,
+        };
+        self.insert(&mut state, key, entry, now)
+    }
+
+    /// Deletes `key` if it holds `token`.
+    pub async fn release(&self, key: &str, token: &str) -> Result<(), Error> {
+        let now = self.shared.now();
+        let key = digest(key);
+        let token = digest(token);
+        let mut state = self.lock();
+        if state.live(&key, now) == Some(Value::InFlight(token)) {
+            state.remove(&key);
+        }
+        Ok(())
+    }
+
+    /// Always answers: the memory store cannot be unreachable.
+    pub async fn ping(&self) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// The version stored under `key`, if any.
+    pub async fn version_check(&self, key: &str) -> Result<Option<i128>, Error> {
+        let now = self.shared.now();
+        let key = digest(key);
+        let state = self.lock();
+        Ok(match state.live(&key, now) {
+            Some(Value::Version(bytes)) => Some(i128::from_le_bytes(bytes)),
+            _ => None,
+        })
+    }
+
+    /// Stores `version` under `key` if nothing, or a lower version, is stored.
+    /// Returns whether it moved. Versions live for [`VERSION_TTL`].
+    pub async fn version_advance(&self, key: &str, version: i128) -> Result<bool, Error> {
+        let now = self.shared.now();
+        let key = digest(key);
+        let mut state = self.lock();
+        if let Some(Value::Version(bytes)) = state.live(&key, now)
+            && i128::from_le_bytes(bytes) >= version
+        {
+            return Ok(false);
+        }
+        let entry = Entry {
+            expires_at: deadline(now, VERSION_TTL),
+            value: Value::Version(version.to_le_bytes()),
+        };
+        self.insert(&mut state, key, entry, now)?;
+        Ok(true)
+    }
+
+    /// A panic while holding the lock cannot leave the map and index out of step
+    /// (no code in the critical sections panics between the two updates), so a
+    /// poisoned lock is still usable.
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.shared
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Inserts or replaces `key`, enforcing the bound, and wakes the purge task
+    /// if this deadline is earlier than the one it sleeps towards.
+    fn insert(
+        &self,
+        state: &mut State,
+        key: Digest,
+        entry: Entry,
+        now: Millis,
+    ) -> Result<(), Error> {
+        let max = self.shared.max_entries;
+        if !state.entries.contains_key(&key) && state.entries.len() >= max {
+            state.purge_expired(now);
+            if state.entries.len() >= max {
+                return Err(Error::Full(max));
+            }
+        }
+        state.remove(&key);
+        state.entries.insert(key, entry);
+        state.expiries.insert((entry.expires_at, key));
+
+        self.start_purge();
+        if state.next_wake.is_none_or(|wake| entry.expires_at < wake) {
+            state.next_wake = Some(entry.expires_at);
+            self.wake.notify_one();
+        }
+        Ok(())
+    }
+
+    fn start_purge(&self) {
+        self.purge_started.call_once(|| {
+            let epoch = self.shared.epoch;
+            tokio::spawn(purge_task(
+                Arc::downgrade(&self.shared),
+                self.wake.clone(),
+                epoch,
+            ));
+        });
+    }
+}
+
+impl Drop for MemoryStore {
+    /// Wakes the purge task so it sees the store is gone and returns.
+    fn drop(&mut self) {
+        self.wake.notify_one();
+    }
+}
+
+impl std::fmt::Debug for MemoryStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryStore")
+            .field("entries", &self.len())
+            .field("max_entries", &self.shared.max_entries)
+            .finish()
+    }
+}
+
+impl State {
+    /// The entry's value, unless it is missing or expired.
+    fn live(&self, key: &Digest, now: Millis) -> Option<Value> {
+        self.entries
+            .get(key)
+            .filter(|entry| entry.expires_at > now)
+            .map(|entry| entry.value)
+    }
+
+    fn remove(&mut self, key: &Digest) {
+        if let Some(old) = self.entries.remove(key) {
+            self.expiries.remove(&(old.expires_at, *key));
+        }
+    }
+
+    /// Removes every expired entry; returns the next deadline, if any.
+    fn purge_expired(&mut self, now: Millis) -> Option<Millis> {
+        while let Some(&(when, key)) = self.expiries.first() {
+            if when > now {
+                return Some(when);
+            }
+            self.expiries.pop_first();
+            self.entries.remove(&key);
+        }
+        None
+    }
+}
+
+/// Sleeps until the earliest deadline (or a notification), purges, repeats.
+/// Holds only a `Weak` between rounds, so dropping the store ends it.
+async fn purge_task(shared: Weak<Shared>, wake: Arc<Notify>, epoch: Instant) {
+    loop {
+        let next = {
+            let Some(shared) = shared.upgrade() else {
+                return;
+            };
+            let mut state = shared.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let next = state.purge_expired(shared.now());
+            state.next_wake = next;
+            next
+        };
+        match next {
+            Some(when) => {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(epoch + Duration::from_millis(when)) => {}
+                    _ = wake.notified() => {}
+                }
+            }
+            None => wake.notified().await,
+        }
+    }
+}
+
+/// `now + d`, saturating instead of overflowing.
+fn deadline(now: Millis, d: Duration) -> Millis {
+    now.saturating_add(millis(d))
+}
+
+fn millis(d: Duration) -> Millis {
+    Millis::try_from(d.as_millis()).unwrap_or(Millis::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LEASE: Duration = Duration::from_secs(30);
+    const TTL: Duration = Duration::from_secs(24 * 3600);
+
+    #[tokio::test(start_paused = true)]
+    async fn claim_commit_and_duplicates() {
+        let store = MemoryStore::new(10);
+        assert_eq!(store.claim("k", "t1", LEASE).await.ok(), Some(Claim::Fresh));
+        assert_eq!(
+            store.claim("k", "t2", LEASE).await.ok(),
+            Some(Claim::InFlight)
+        );
+        store.commit("k", "t1", TTL).await.ok();
+        assert_eq!(store.claim("k", "t3", LEASE).await.ok(), Some(Claim::Done));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn expired_entry_is_absent_before_the_purge_runs() {
+        let store = MemoryStore::new(10);
+        store.claim("k", "t1", LEASE).await.ok();
+        tokio::time::advance(LEASE).await;
+        // At exactly the deadline the lease is over.
+        assert_eq!(store.claim("k", "t2", LEASE).await.ok(), Some(Claim::Fresh));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn done_expires_after_ttl() {
+        let store = MemoryStore::new(10);
+        store.claim("k", "t1", LEASE).await.ok();
+        store.commit("k", "t1", TTL).await.ok();
+        tokio::time::advance(TTL - Duration::from_secs(1)).await;
+        assert_eq!(store.claim("k", "t2", LEASE).await.ok(), Some(Claim::Done));
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert_eq!(store.claim("k", "t2", LEASE).await.ok(), Some(Claim::Fresh));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn release_needs_the_holding_token() {
+        let store = MemoryStore::new(10);
+        store.claim("k", "t1", LEASE).await.ok();
+        store.release("k", "other").await.ok();
+        assert_eq!(
+            store.claim("k", "t2", LEASE).await.ok(),
+            Some(Claim::InFlight)
+        );
+        store.release("k", "t1").await.ok();
+        assert_eq!(store.claim("k", "t2", LEASE).await.ok(), Some(Claim::Fresh));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn release_does_not_undo_a_commit() {
+        let store = MemoryStore::new(10);
+        store.claim("k", "t1", LEASE).await.ok();
+        store.commit("k", "t1", TTL).await.ok();
+        store.release("k", "t1").await.ok();
+        assert_eq!(store.claim("k", "t2", LEASE).await.ok(), Some(Claim::Done));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn commit_needs_the_holding_token() {
+        let store = MemoryStore::new(10);
+        store.claim("k", "t1", LEASE).await.ok();
+        store.commit("k", "other", TTL).await.ok();
+        assert_eq!(
+            store.claim("k", "t2", LEASE).await.ok(),
+            Some(Claim::InFlight)
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn commit_after_lease_expiry() {
+        let store = MemoryStore::new(10);
+        // Nobody took the key after the lease ran out: the commit still records it.
+        store.claim("a", "t1", LEASE).await.ok();
+        tokio::time::advance(LEASE + Duration::from_secs(1)).await;
+        store.commit("a", "t1", TTL).await.ok();
+        assert_eq!(store.claim("a", "t9", LEASE).await.ok(), Some(Claim::Done));
+
+        // Another request took the key: the late commit leaves its lease alone.
+        store.claim("b", "t1", LEASE).await.ok();
+        tokio::time::advance(LEASE + Duration::from_secs(1)).await;
+        assert_eq!(store.claim("b", "t2", LEASE).await.ok(), Some(Claim::Fresh));
+        store.commit("b", "t1", TTL).await.ok();
+        store.release("b", "t2").await.ok();
+        assert_eq!(store.claim("b", "t3", LEASE).await.ok(), Some(Claim::Fresh));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn full_store_fails_closed() {
+        let store = MemoryStore::new(3);
+        for key in ["a", "b", "c"] {
+            assert_eq!(store.claim(key, "t", LEASE).await.ok(), Some(Claim::Fresh));
+            store.commit(key, "t", TTL).await.ok();
+        }
+        assert!(matches!(
+            store.claim("d", "t", LEASE).await,
+            Err(Error::Full(3))
+        ));
+        // Known keys still answer, and the done ones are not forgotten.
+        assert_eq!(store.claim("a", "t", LEASE).await.ok(), Some(Claim::Done));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_full_store_purges_expired_entries_to_make_room() {
+        let store = MemoryStore::new(2);
+        store.claim("live", "t", LEASE).await.ok();
+        // An expired entry the purge task has not seen yet: put it in directly.
+        {
+            let mut state = store.lock();
+            let expired = 0;
+            let key = digest("expired");
+            let entry = Entry {
+                expires_at: expired,
+                value: Value::Done,
+            };
+            state.entries.insert(key, entry);
+            state.expiries.insert((expired, key));
+        }
+        assert_eq!(store.len(), 2);
+        assert_eq!(store.claim("c", "t", LEASE).await.ok(), Some(Claim::Fresh));
+        assert!(matches!(
+            store.claim("d", "t", LEASE).await,
+            Err(Error::Full(2))
+        ));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn purge_task_removes_expired_entries() {
+        let store = MemoryStore::new(100);
+        for i in 0..10 {
+            let ttl = Duration::from_secs(10 + i);
+            store.claim(&format!("k{i}"), "t", ttl).await.ok();
+        }
+        assert_eq!(store.len(), 10);
+        tokio::time::sleep(Duration::from_millis(15_500)).await;
+        assert_eq!(store.len(), 4);
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert!(store.is_empty());
+
+        // A later, earlier deadline wakes the task out of a long sleep.
+        store
+            .claim("long", "t", Duration::from_secs(3600))
+            .await
+            .ok();
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        store.claim("short", "t", Duration::from_secs(1)).await.ok();
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert_eq!(store.len(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn purge_task_stops_when_the_store_is_dropped() {
+        let store = MemoryStore::new(10);
+        store.claim("k", "t", LEASE).await.ok();
+        // The task holds the other reference to the Notify while it runs.
+        let wake = store.wake.clone();
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert_eq!(Arc::strong_count(&wake), 3);
+        drop(store);
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert_eq!(Arc::strong_count(&wake), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn versions_only_move_forward() {
+        let store = MemoryStore::new(10);
+        assert_eq!(store.version_check("v").await.ok(), Some(None));
+        assert_eq!(store.version_advance("v", 10).await.ok(), Some(true));
+        assert_eq!(store.version_advance("v", 10).await.ok(), Some(false));
+        assert_eq!(store.version_advance("v", 9).await.ok(), Some(false));
+        assert_eq!(store.version_check("v").await.ok(), Some(Some(10)));
+        let big = 1_700_000_000_000_000_001_i128;
+        assert_eq!(store.version_advance("v", big - 1).await.ok(), Some(true));
+        assert_eq!(store.version_advance("v", big).await.ok(), Some(true));
+        assert_eq!(store.version_check("v").await.ok(), Some(Some(big)));
+        assert_eq!(store.version_advance("n", -5).await.ok(), Some(true));
+        assert_eq!(store.version_advance("n", -6).await.ok(), Some(false));
+        assert_eq!(store.version_check("n").await.ok(), Some(Some(-5)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn versions_expire_after_their_ttl() {
+        let store = MemoryStore::new(10);
+        store.version_advance("v", 10).await.ok();
+        tokio::time::advance(VERSION_TTL).await;
+        assert_eq!(store.version_check("v").await.ok(), Some(None));
+        assert_eq!(store.version_advance("v", 1).await.ok(), Some(true));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn versions_count_towards_the_bound() {
+        let store = MemoryStore::new(1);
+        assert_eq!(store.version_advance("v", 1).await.ok(), Some(true));
+        assert!(matches!(
+            store.claim("k", "t", LEASE).await,
+            Err(Error::Full(1))
+        ));
+        // Replacing an existing entry needs no room.
+        assert_eq!(store.version_advance("v", 2).await.ok(), Some(true));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_claims_of_one_key_yield_one_fresh() {
+        let store = Arc::new(MemoryStore::new(1000));
+        let mut tasks = Vec::new();
+        for i in 0..100 {
+            let store = store.clone();
+            tasks.push(tokio::spawn(async move {
+                store.claim("k", &format!("t{i}"), LEASE).await
+            }));
+        }
+        let mut fresh = 0;
+        for task in tasks {
+            if let Ok(Ok(Claim::Fresh)) = task.await {
+                fresh += 1;
+            }
+        }
+        assert_eq!(fresh, 1);
+    }
+
+    #[test]
+    fn entry_stays_small() {
+        assert!(std::mem::size_of::<Value>() <= 17);
+        assert!(std::mem::size_of::<(Digest, Entry)>() <= 48);
+        assert!(std::mem::size_of::<(Millis, Digest)>() <= 24);
+    }
+}

@@ -1,2 +1,483 @@
-//! redis
-pub struct RedisStore;
+//! The shared store: one Redis node, or a Redis Cluster.
+//!
+//! Every verb is one Lua script touching one key (one round trip, atomic, and
+//! the key decides the cluster slot), run with EVALSHA and loaded on `NOSCRIPT`.
+//! A nonce key holds `inflight:<token>` while a request holds its lease and
+//! `done` once the app accepted the event. A version key holds a decimal integer.
+//!
+//! # Connections
+//!
+//! Construction does no I/O, so hookgate starts (and answers 503) while Redis is
+//! down. A single node goes through a lazily connected
+//! [`ConnectionManager`]: the first command connects, and a command that finds
+//! the connection broken or refused makes it start a new attempt in the
+//! background. A cluster goes through a [`ClusterConnection`] created pending: it
+//! connects in the background, refreshes its slot map and reconnects to nodes on
+//! its own. Every command runs under [`COMMAND_TIMEOUT`], so a dead or frozen Redis
+//! becomes [`Error::Unavailable`] within that bound instead of holding a request.
+//!
+//! # Secrets
+//!
+//! A Redis URL can carry a password. It never appears in an error, a log line or
+//! `Debug` output: error messages are scrubbed of the URL and its credentials.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::{ClusterClient, ClusterConfig};
+use redis::cluster_async::ClusterConnection;
+use redis::{Cmd, RedisError, RedisFuture, Script, Value};
+
+use super::{Claim, Error, VERSION_TTL};
+
+/// Upper bound on one store operation, reconnect included. Kept below the time
+/// a sender waits for an answer, so a dead Redis turns into a prompt 503.
+pub const COMMAND_TIMEOUT: Duration = Duration::from_millis(1500);
+/// How long one TCP connect (plus handshake) to a node may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
+/// How long Redis may take to answer one command on an open connection.
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(1);
+
+const INFLIGHT: &str = "inflight:";
+
+/// Takes a free key for a lease. KEYS[1] = key, ARGV[1] = `inflight:<token>`,
+/// ARGV[2] = lease in ms. Returns 0 = taken (fresh), 1 = done, 2 = in flight.
+static CLAIM: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local v = redis.call('GET', KEYS[1])
+if not v then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 0
+end
+if v == 'done' then return 1 end
+return 2
+",
+    )
+});
+
+/// Marks a key done. KEYS[1] = key, ARGV[1] = `inflight:<token>`, ARGV[2] = ttl
+/// in ms. Sets `done` when the key holds this token, and also when it is absent:
+/// the lease expired before the app answered, nobody took the key since, and the
+/// app did accept the event, so recording it is what keeps a retry out. When
+/// another request took the key after the lease expired (or it is already
+/// done), it is left alone: that request owns it now. Returns 1 if it set `done`.
+static COMMIT: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local v = redis.call('GET', KEYS[1])
+if v == false or v == ARGV[1] then
+  redis.call('SET', KEYS[1], 'done', 'PX', ARGV[2])
+  return 1
+end
+return 0
+",
+    )
+});
+
+/// Deletes a key only while it holds this token. KEYS[1] = key,
+/// ARGV[1] = `inflight:<token>`. Returns 1 if it deleted.
+static RELEASE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+",
+    )
+});
+
+/// Moves a version forward. KEYS[1] = key, ARGV[1] = version (canonical
+/// decimal), ARGV[2] = ttl in ms. Returns 1 if it stored the version.
+///
+/// Lua numbers are doubles, exact only to 2^53, and versions are often unix
+/// nanoseconds (about 2^61): the comparison works on the decimal strings (sign,
+/// then length, then digits). A stored value that is not an integer is replaced.
+static VERSION_ADVANCE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local function less(a, b)
+  local an = string.sub(a, 1, 1) == '-'
+  local bn = string.sub(b, 1, 1) == '-'
+  if an ~= bn then return an end
+  if #a ~= #b then
+    if an then return #a > #b end
+    return #a < #b
+  end
+  for i = 1, #a do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then
+      if an then return x > y end
+      return x < y
+    end
+  end
+  return false
+end
+local cur = redis.call('GET', KEYS[1])
+if cur and string.match(cur, '^%-?%d+$') and not less(cur, ARGV[1]) then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+",
+    )
+});
+
+/// The Redis backend (single node or cluster). Cheap to clone: connections are
+/// shared handles.
+#[derive(Clone)]
+pub struct RedisStore {
+    conn: Conn,
+    /// Strings scrubbed from error messages: the URLs and their credentials.
+    secrets: Vec<String>,
+}
+
+/// One connection type for both deployments, so the same scripts run on both.
+#[derive(Clone)]
+enum Conn {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl redis::aio::ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Conn::Single(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Single(c) => c.req_packed_commands(cmd, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Single(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+impl RedisStore {
+    /// A store on one Redis node at `url` (`redis://[:password@]host:port[/db]`,
+    /// or `rediss://`). Does no I/O: the connection is made by the first command
+    /// and remade after failures, so this succeeds while Redis is down. Fails
+    /// only on an invalid URL or outside a Tokio runtime.
+    pub fn connect(url: &str) -> Result<Self, Error> {
+        let secrets = secrets_of(&[url]);
+        require_runtime()?;
+        let client = redis::Client::open(url)
+            .map_err(|e| Error::Unavailable(scrub(&format!("invalid Redis URL: {e}"), &secrets)))?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(CONNECT_TIMEOUT))
+            .set_response_timeout(Some(RESPONSE_TIMEOUT))
+            // One attempt per reconnect: the next command starts another, and a
+            // retry loop inside would only outlast COMMAND_TIMEOUT.
+            .set_number_of_retries(0);
+        let manager = ConnectionManager::new_lazy_with_config(client, config)
+            .map_err(|e| Error::Unavailable(scrub(&e.to_string(), &secrets)))?;
+        Ok(RedisStore {
+            conn: Conn::Single(manager),
+            secrets,
+        })
+    }
+
+    /// A store on a Redis Cluster reached through any of `urls` (the slot map
+    /// is discovered from them). Does no I/O: the connection is made in the
+    /// background. Fails only on invalid URLs or outside a Tokio runtime.
+    pub fn connect_cluster(urls: &[String]) -> Result<Self, Error> {
+        let secrets = secrets_of(&urls.iter().map(String::as_str).collect::<Vec<_>>());
+        require_runtime()?;
+        if urls.is_empty() {
+            return Err(Error::Unavailable("no Redis Cluster URL given".into()));
+        }
+        let client = ClusterClient::builder(urls.iter().map(String::as_str))
+            .connection_timeout(CONNECT_TIMEOUT)
+            .response_timeout(RESPONSE_TIMEOUT)
+            .overall_response_timeout(Some(COMMAND_TIMEOUT))
+            .build()
+            .map_err(|e| {
+                Error::Unavailable(scrub(&format!("invalid Redis Cluster URLs: {e}"), &secrets))
+            })?;
+        let config = ClusterConfig::new()
+            .set_connection_timeout(CONNECT_TIMEOUT)
+            .set_response_timeout(RESPONSE_TIMEOUT);
+        let conn = client.get_pending_async_connection_with_config(config);
+        Ok(RedisStore {
+            conn: Conn::Cluster(conn),
+            secrets,
+        })
+    }
+
+    /// Tries to take `key` for `lease`, holding `token`. One round trip.
+    pub async fn claim(&self, key: &str, token: &str, lease: Duration) -> Result<Claim, Error> {
+        let holder = format!("{INFLIGHT}{token}");
+        let code: i64 = self
+            .script(&CLAIM, key, &[&holder, &millis(lease).to_string()])
+            .await?;
+        match code {
+            0 => Ok(Claim::Fresh),
+            1 => Ok(Claim::Done),
+            _ => Ok(Claim::InFlight),
+        }
+    }
+
+    /// Marks `key` done for `ttl` if it holds `token` or is absent (see [`COMMIT`]).
+    pub async fn commit(&self, key: &str, token: &str, ttl: Duration) -> Result<(), Error> {
+        let holder = format!("{INFLIGHT}{token}");
+        let set: i64 = self
+            .script(&COMMIT, key, &[&holder, &millis(ttl).to_string()])
+            .await?;
+        if set == 0 {
+            tracing::debug!("commit skipped: another request took the key, or it is already done");
+        }
+        Ok(())
+    }
+
+    /// Deletes `key` if it holds `token`.
+    pub async fn release(&self, key: &str, token: &str) -> Result<(), Error> {
+        let holder = format!("{INFLIGHT}{token}");
+        let _: i64 = self.script(&RELEASE, key, &[&holder]).await?;
+        Ok(())
+    }
+
+    /// `PING` (on a cluster, every node must answer).
+    pub async fn ping(&self) -> Result<(), Error> {
+        self.run(|mut conn| async move { redis::cmd("PING").query_async::<Value>(&mut conn).await })
+            .await
+            .map(drop)
+    }
+
+    /// The version stored at `key`. A value that is not an integer counts as absent.
+    pub async fn version_check(&self, key: &str) -> Result<Option<i128>, Error> {
+        let value: Option<String> = self
+            .run(|mut conn| async move { redis::cmd("GET").arg(key).query_async(&mut conn).await })
+            .await?;
+        Ok(value.and_then(|v| v.parse().ok()))
+    }
+
+    /// Stores `version` at `key` unless an equal or higher one is there; the key
+    /// then lives for [`VERSION_TTL`]. Returns whether it moved.
+    pub async fn version_advance(&self, key: &str, version: i128) -> Result<bool, Error> {
+        let moved: i64 = self
+            .script(
+                &VERSION_ADVANCE,
+                key,
+                &[&version.to_string(), &millis(VERSION_TTL).to_string()],
+            )
+            .await?;
+        Ok(moved == 1)
+    }
+
+    /// Runs `script` on one key (EVALSHA, loading it on `NOSCRIPT`).
+    async fn script<T>(&self, script: &'static Script, key: &str, args: &[&str]) -> Result<T, Error>
+    where
+        T: redis::FromRedisValue + Send,
+    {
+        self.run(|mut conn| async move {
+            let mut invocation = script.prepare_invoke();
+            invocation.key(key);
+            for arg in args {
+                invocation.arg(*arg);
+            }
+            invocation.invoke_async(&mut conn).await
+        })
+        .await
+    }
+
+    /// Runs one operation under [`COMMAND_TIMEOUT`], mapping failures to
+    /// [`Error::Unavailable`]. A refused connection means the command was never
+    /// sent, so it is tried once more: by then the connection has started a new
+    /// attempt, which is what makes the first request after Redis comes back
+    /// succeed.
+    async fn run<T, F, Fut>(&self, op: F) -> Result<T, Error>
+    where
+        F: Fn(Conn) -> Fut,
+        Fut: Future<Output = redis::RedisResult<T>>,
+    {
+        let attempt = async {
+            match op(self.conn.clone()).await {
+                Err(e) if e.is_connection_refusal() => op(self.conn.clone()).await,
+                other => other,
+            }
+        };
+        match tokio::time::timeout(COMMAND_TIMEOUT, attempt).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) => Err(self.unavailable(&e)),
+            Err(_) => Err(Error::Unavailable(format!(
+                "no answer within {}ms",
+                COMMAND_TIMEOUT.as_millis()
+            ))),
+        }
+    }
+
+    fn unavailable(&self, e: &RedisError) -> Error {
+        Error::Unavailable(scrub(&e.to_string(), &self.secrets))
+    }
+}
+
+impl std::fmt::Debug for RedisStore {
+    /// Names the deployment only: the URL may hold a password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self.conn {
+            Conn::Single(_) => "single",
+            Conn::Cluster(_) => "cluster",
+        };
+        f.debug_struct("RedisStore").field("kind", &kind).finish()
+    }
+}
+
+/// Both redis connection types spawn tasks when they are built.
+fn require_runtime() -> Result<(), Error> {
+    tokio::runtime::Handle::try_current()
+        .map(drop)
+        .map_err(|_| {
+            Error::Unavailable("the Redis store must be built inside a Tokio runtime".into())
+        })
+}
+
+/// Milliseconds for `PX`, at least 1 (`PX 0` is an error).
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+/// The strings that must not leave this module: each URL, its userinfo, and
+/// the user name and password, raw and percent-decoded. Longest first, so a
+/// URL is replaced whole before its parts.
+fn secrets_of(urls: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    for url in urls {
+        out.push((*url).to_string());
+        let Some((_, rest)) = url.split_once("://") else {
+            continue;
+        };
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+        let Some((userinfo, _host)) = authority.rsplit_once('@') else {
+            continue;
+        };
+        out.push(userinfo.to_string());
+        for part in userinfo.split(':') {
+            out.push(part.to_string());
+            out.push(percent_decode(part));
+        }
+    }
+    out.retain(|s| !s.is_empty());
+    out.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    out.dedup();
+    out
+}
+
+fn scrub(message: &str, secrets: &[String]) -> String {
+    let mut message = message.to_string();
+    for secret in secrets {
+        message = message.replace(secret.as_str(), "[redacted]");
+    }
+    message
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let Some(hex) = s.get(i + 1..i + 3)
+            && let Ok(byte) = u8::from_str_radix(hex, 16)
+        {
+            out.push(byte);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_cover_url_and_credentials() {
+        let secrets = secrets_of(&["redis://app:p%40ss@127.0.0.1:6379/0"]);
+        for s in [
+            "redis://app:p%40ss@127.0.0.1:6379/0",
+            "app:p%40ss",
+            "p%40ss",
+            "p@ss",
+            "app",
+        ] {
+            assert!(
+                secrets.iter().any(|x| x == s),
+                "{s} missing from {secrets:?}"
+            );
+        }
+        let msg = scrub(
+            "failed: redis://app:p%40ss@127.0.0.1:6379/0 (p@ss)",
+            &secrets,
+        );
+        assert!(!msg.contains("p%40ss") && !msg.contains("p@ss"), "{msg}");
+        assert!(msg.contains("[redacted]"));
+    }
+
+    #[test]
+    fn url_without_credentials_has_only_itself_as_secret() {
+        assert_eq!(
+            secrets_of(&["redis://127.0.0.1:6379"]),
+            vec!["redis://127.0.0.1:6379".to_string()]
+        );
+    }
+
+    #[test]
+    fn millis_is_never_zero() {
+        assert_eq!(millis(Duration::ZERO), 1);
+        assert_eq!(millis(Duration::from_secs(2)), 2000);
+    }
+
+    #[test]
+    fn connect_needs_a_runtime_and_a_valid_url() {
+        assert!(RedisStore::connect("redis://127.0.0.1:1").is_err());
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build();
+        let Ok(rt) = rt else { return };
+        rt.block_on(async {
+            let err = RedisStore::connect("nope://:hunter2@x").err();
+            let msg = err.map(|e| e.to_string()).unwrap_or_default();
+            assert!(msg.contains("invalid Redis URL"), "{msg}");
+            assert!(!msg.contains("hunter2"), "{msg}");
+        });
+    }
+
+    /// Nothing listens on port 1: the store builds, and each command fails
+    /// fast with a message free of the password.
+    #[tokio::test]
+    async fn unreachable_redis_is_unavailable_quickly() {
+        let store = RedisStore::connect("redis://:hunter2@127.0.0.1:1/");
+        let Ok(store) = store else {
+            panic!("connect must not do I/O");
+        };
+        for _ in 0..3 {
+            let started = std::time::Instant::now();
+            let err = store.claim("k", "t", Duration::from_secs(1)).await.err();
+            assert!(started.elapsed() < COMMAND_TIMEOUT + Duration::from_millis(200));
+            let msg = match err {
+                Some(Error::Unavailable(msg)) => msg,
+                other => panic!("expected Unavailable, got {other:?}"),
+            };
+            assert!(!msg.contains("hunter2"), "{msg}");
+        }
+    }
+}

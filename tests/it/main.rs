@@ -1,0 +1,4 @@
+mod support {
+    pub mod redis;
+}
+mod store;

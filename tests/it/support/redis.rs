@@ -1,0 +1,365 @@
+//! Real `redis-server` processes for tests: one per test, on free loopback
+//! ports, in a temporary directory, killed on drop.
+//!
+//! Nothing here is mocked and nothing is skipped: without `redis-server` on
+//! PATH the tests fail with the command that installs it.
+#![allow(dead_code)]
+
+use std::fs;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+const INSTALL_HINT: &str = "redis-server is not on PATH; install it with \
+     `apt-get update && apt-get install -y redis-server`";
+/// How long a server may take to answer its first PING.
+const READY_TIMEOUT: Duration = Duration::from_secs(15);
+/// How often a start is retried when another process took the port first.
+const START_ATTEMPTS: usize = 5;
+
+/// One `redis-server` on 127.0.0.1, persistence off.
+pub struct RedisServer {
+    port: u16,
+    /// Cluster bus port, for nodes of a [`RedisCluster`].
+    bus_port: Option<u16>,
+    password: Option<String>,
+    child: Option<Child>,
+    dir: TempDir,
+}
+
+impl RedisServer {
+    /// Starts a standalone server on a free port and waits until it answers.
+    pub fn start() -> RedisServer {
+        RedisServer::start_inner(None, false)
+    }
+
+    /// Starts a standalone server that requires `password` (`requirepass`).
+    pub fn start_with_password(password: &str) -> RedisServer {
+        RedisServer::start_inner(Some(password.to_string()), false)
+    }
+
+    fn start_inner(password: Option<String>, cluster: bool) -> RedisServer {
+        let mut last_failure = String::new();
+        for _ in 0..START_ATTEMPTS {
+            let mut server = RedisServer {
+                port: free_port(),
+                bus_port: cluster.then(free_port),
+                password: password.clone(),
+                child: None,
+                dir: TempDir::new("redis"),
+            };
+            server.spawn();
+            match server.wait_ready() {
+                Ok(()) => return server,
+                // Most likely another process bound the port between our probe
+                // and redis-server's bind: try another one.
+                Err(failure) => last_failure = failure,
+            }
+        }
+        panic!("redis-server did not start after {START_ATTEMPTS} attempts: {last_failure}");
+    }
+
+    /// `redis://[:password@]127.0.0.1:PORT/`
+    pub fn url(&self) -> String {
+        match &self.password {
+            Some(password) => format!("redis://:{password}@127.0.0.1:{}/", self.port),
+            None => format!("redis://127.0.0.1:{}/", self.port),
+        }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Kills the server (SIGKILL, like a crash) and waits for it to exit.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the server again on the same port (and directory), empty.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.spawn();
+        if let Err(failure) = self.wait_ready() {
+            panic!(
+                "redis-server did not restart on port {}: {failure}",
+                self.port
+            );
+        }
+    }
+
+    /// Stops the process (SIGSTOP): connections stay open, nothing answers.
+    pub fn freeze(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Resumes a frozen process (SIGCONT).
+    pub fn thaw(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let Some(child) = &self.child else {
+            panic!("redis-server is not running");
+        };
+        let status = Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status();
+        assert!(
+            matches!(status, Ok(s) if s.success()),
+            "kill {signal} failed: {status:?}"
+        );
+    }
+
+    /// A blocking client, for checks and setup in tests.
+    pub fn client(&self) -> redis::Connection {
+        let client = redis::Client::open(self.url()).expect("a valid URL");
+        let conn = client
+            .get_connection_with_timeout(Duration::from_secs(2))
+            .expect("redis-server answers");
+        conn.set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("read timeout set");
+        conn
+    }
+
+    fn spawn(&mut self) {
+        let port = self.port.to_string();
+        let dir = self.dir.path().to_string_lossy().into_owned();
+        let logfile = self.dir.path().join("redis.log");
+        let mut command = Command::new("redis-server");
+        command
+            .args(["--bind", "127.0.0.1", "--port", &port])
+            .args(["--save", "", "--appendonly", "no"])
+            .args(["--dir", &dir])
+            .arg("--logfile")
+            .arg(&logfile)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if let Some(password) = &self.password {
+            command.args(["--requirepass", password]);
+        }
+        if let Some(bus_port) = self.bus_port {
+            command
+                .args(["--cluster-enabled", "yes"])
+                .args(["--cluster-config-file", "nodes.conf"])
+                .args(["--cluster-node-timeout", "2000"])
+                .args(["--cluster-port", &bus_port.to_string()]);
+        }
+        match command.spawn() {
+            Ok(child) => self.child = Some(child),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!("{INSTALL_HINT}"),
+            Err(e) => panic!("cannot run redis-server: {e}"),
+        }
+    }
+
+    /// Waits until our own process answers on the port (`INFO server` names
+    /// its pid, so another server that took the port does not count).
+    fn wait_ready(&mut self) -> Result<(), String> {
+        let pid = match &self.child {
+            Some(child) => child.id(),
+            None => return Err("not started".into()),
+        };
+        let deadline = Instant::now() + READY_TIMEOUT;
+        let client = redis::Client::open(self.url()).map_err(|e| e.to_string())?;
+        while Instant::now() < deadline {
+            if let Some(child) = self.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                self.child = None;
+                return Err(format!("exited with {status}: {}", self.log_tail()));
+            }
+            if let Ok(mut conn) = client.get_connection_with_timeout(Duration::from_millis(200))
+                && let Ok(info) = redis::cmd("INFO").arg("server").query::<String>(&mut conn)
+            {
+                if info.contains(&format!("process_id:{pid}\r")) {
+                    return Ok(());
+                }
+                self.stop();
+                return Err(format!("port {} is served by another process", self.port));
+            }
+            sleep(Duration::from_millis(20));
+        }
+        self.stop();
+        Err(format!(
+            "no answer within {READY_TIMEOUT:?}: {}",
+            self.log_tail()
+        ))
+    }
+
+    fn log_tail(&self) -> String {
+        let log = fs::read_to_string(self.dir.path().join("redis.log")).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(5)..].join(" | ")
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        // A frozen process ignores nothing but SIGKILL, which is what stop sends.
+        self.stop();
+    }
+}
+
+/// A Redis Cluster of `masters` nodes, no replicas, built with `redis-cli --cluster create`.
+pub struct RedisCluster {
+    nodes: Vec<RedisServer>,
+}
+
+impl RedisCluster {
+    pub fn start(masters: usize) -> RedisCluster {
+        assert!(masters >= 3, "Redis Cluster needs at least 3 masters");
+        let nodes: Vec<RedisServer> = (0..masters)
+            .map(|_| RedisServer::start_inner(None, true))
+            .collect();
+        let mut create = Command::new("redis-cli");
+        create.arg("--cluster").arg("create");
+        for node in &nodes {
+            create.arg(format!("127.0.0.1:{}", node.port));
+        }
+        create
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .stdin(Stdio::null());
+        run_bounded(&mut create, Duration::from_secs(60));
+        let cluster = RedisCluster { nodes };
+        cluster.wait_ok();
+        cluster
+    }
+
+    /// One `redis://127.0.0.1:PORT/` per node.
+    pub fn urls(&self) -> Vec<String> {
+        self.nodes.iter().map(RedisServer::url).collect()
+    }
+
+    pub fn nodes(&mut self) -> &mut [RedisServer] {
+        &mut self.nodes
+    }
+
+    /// Kills every node.
+    pub fn stop(&mut self) {
+        for node in &mut self.nodes {
+            node.stop();
+        }
+    }
+
+    /// Starts every node again on its ports; each finds the cluster layout in
+    /// its `nodes.conf`. Waits until the cluster is healthy.
+    pub fn restart(&mut self) {
+        for node in &mut self.nodes {
+            node.stop();
+        }
+        for node in &mut self.nodes {
+            node.spawn();
+        }
+        for node in &mut self.nodes {
+            if let Err(failure) = node.wait_ready() {
+                panic!(
+                    "cluster node did not restart on port {}: {failure}",
+                    node.port
+                );
+            }
+        }
+        self.wait_ok();
+    }
+
+    /// Waits until every node reports `cluster_state:ok` with all slots served.
+    fn wait_ok(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let healthy = self.nodes.iter().all(|node| {
+                let mut conn = node.client();
+                redis::cmd("CLUSTER")
+                    .arg("INFO")
+                    .query::<String>(&mut conn)
+                    .is_ok_and(|info| {
+                        info.contains("cluster_state:ok") && info.contains("cluster_slots_ok:16384")
+                    })
+            });
+            if healthy {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the cluster did not reach cluster_state:ok within 30s"
+            );
+            sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// Runs `command` to completion within `limit`, panicking on failure or timeout.
+fn run_bounded(command: &mut Command, limit: Duration) {
+    let dir = TempDir::new("cmd");
+    let out_path = dir.path().join("out");
+    let out = fs::File::create(&out_path).expect("temp file");
+    let err = out.try_clone().expect("temp file");
+    let mut child = match command.stdout(out).stderr(err).spawn() {
+        Ok(child) => child,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!("{INSTALL_HINT}"),
+        Err(e) => panic!("cannot run {command:?}: {e}"),
+    };
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{command:?} did not finish within {limit:?}");
+        }
+        sleep(Duration::from_millis(50));
+    };
+    let output = fs::read_to_string(&out_path).unwrap_or_default();
+    assert!(status.success(), "{command:?} failed ({status}): {output}");
+}
+
+/// A port that was free a moment ago: bind port 0, read it, release it.
+/// Callers retry when something else takes it first.
+fn free_port() -> u16 {
+    for _ in 0..20 {
+        if let Ok(listener) = TcpListener::bind("127.0.0.1:0")
+            && let Ok(addr) = listener.local_addr()
+        {
+            return addr.port();
+        }
+        sleep(Duration::from_millis(10));
+    }
+    panic!("no free loopback port");
+}
+
+/// A directory removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(what: &str) -> TempDir {
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let path = std::env::temp_dir().join(format!(
+            "hookgate-{what}-{}-{n}-{nanos}",
+            std::process::id()
+        ));
+        fs::create_dir_all(&path).expect("temp dir");
+        TempDir(path)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
