@@ -367,15 +367,15 @@ impl Check<'_> {
         if let Some((_, t)) = choices.iter().find(|(w, _)| *w == v.get_ref().as_str()) {
             return Some(*t);
         }
-        let expected: Vec<String> = choices.iter().map(|(w, _)| format!("\"{w}\"")).collect();
+        let words: Vec<String> = choices.iter().map(|(w, _)| format!("\"{w}\"")).collect();
+        let expected = match words.as_slice() {
+            [a, b] => format!("{a} or {b}"),
+            _ => format!("one of {}", words.join(", ")),
+        };
         self.at(
             v,
             field,
-            format!(
-                "unknown value \"{}\"; expected {}",
-                v.get_ref(),
-                expected.join(" or ")
-            ),
+            format!("unknown value \"{}\"; expected {expected}", v.get_ref()),
         );
         None
     }
@@ -992,17 +992,20 @@ fn normalise_path(text: &str) -> Result<String, String> {
             "\"{text}\" must not contain spaces or control characters"
         ));
     }
+    // Every segment but a final empty one (the trailing slash) must be a name.
+    let segments: Vec<&str> = text[1..].split('/').collect();
+    let last = segments.len().saturating_sub(1);
+    let bad = segments
+        .iter()
+        .enumerate()
+        .any(|(i, s)| (s.is_empty() && i != last) || *s == "." || *s == "..");
+    if bad {
+        return Err(format!("\"{text}\" has an empty, . or .. segment"));
+    }
     let p = match text.strip_suffix('/') {
         Some(stripped) if !stripped.is_empty() => stripped,
         _ => text,
     };
-    if p != "/"
-        && p[1..]
-            .split('/')
-            .any(|s| s.is_empty() || s == "." || s == "..")
-    {
-        return Err(format!("\"{text}\" has an empty, . or .. segment"));
-    }
     if http::uri::PathAndQuery::try_from(p).is_err() {
         return Err(format!("\"{text}\" is not a valid URL path"));
     }

@@ -416,8 +416,15 @@ fn friendly(path: &[Seg], message: &str) -> String {
     {
         return "sources are an array of tables: write [[source]], not [source]".to_owned();
     }
-    match message.strip_prefix("unknown field") {
-        Some(rest) => format!("unknown key{rest}"),
+    if let Some(rest) = message.strip_prefix("unknown field") {
+        return format!("unknown key{rest}");
+    }
+    // Name TOML shapes, not Rust types.
+    if let Some(i) = message.find("expected struct ") {
+        return format!("{}expected a table", &message[..i]);
+    }
+    match message.strip_suffix("expected i64") {
+        Some(head) => format!("{head}expected an integer"),
         None => message.to_owned(),
     }
 }
