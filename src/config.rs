@@ -2,6 +2,51 @@
 //! (unknown keys refused), then validated into the runtime types below, with
 //! secrets resolved and durations, URLs and header names parsed. Nothing
 //! invalid gets past this module.
+//!
+//! Every problem is reported at once, each with the 1-based line of the
+//! offending value (or of its table, for a missing key) and a field name such
+//! as `server.listen` or `source[stripe].secrets[1]`. Sources are named by
+//! `name` when they have one, else by their 0-based position; `secrets`
+//! entries by their 0-based index, the same index the metrics use.
+//!
+//! Rules beyond the letter of DESIGN §2:
+//!
+//! - `server` with `listen` and `upstream` is required, and at least one
+//!   `[[source]]`. `upstream` is scheme, host and port only (no path: requests
+//!   keep their own), and may not point at hookgate's own listener.
+//!   `admin.listen` may not share `server.listen`'s port (port 0 excepted).
+//! - `[server.tls]` needs both `cert` and `key`, and both must be readable.
+//! - Every duration must be longer than zero. `store.nonce_ttl` must be at
+//!   least twice every source's `tolerance`: a signed request is accepted for
+//!   up to twice the tolerance (clock skew either way), and its nonce has to
+//!   outlive that window or a replay would be forwarded again.
+//! - Redis URLs must also be usable by the Redis client as built; problems
+//!   never quote them (they may hold a password), and [`StoreKind`]'s `Debug`
+//!   hides the password. `key_prefix` may not be empty, contain whitespace, or
+//!   contain `{`/`}` (Redis Cluster hash tags).
+//! - Source names are letters, digits, `-`, `_`, `.` (they end up in metric
+//!   labels and store keys). Paths start with `/`, carry no query, fragment,
+//!   whitespace, or empty/`.`/`..` segment; one trailing `/` is removed.
+//! - Secrets: a literal must be non-empty; `{ env }` must be set and
+//!   non-empty; `{ file }` must be readable and non-empty once trailing
+//!   newlines (`\n`, `\r\n`) are trimmed; relative paths are relative to the
+//!   working directory. Values are never quoted in a problem.
+//! - `tolerance` is an error for a scheme that signs no timestamp; such
+//!   sources get `Duration::ZERO`.
+//! - `event_types = []` is an error (leave the key out to accept every type),
+//!   as is `event_types` on a generic sender without `event_type`.
+//! - Generic senders: `encoding` is required (a wrong guess would fail every
+//!   request). `signed_payload` contains `{body}` exactly once and no other
+//!   placeholder than `{id}` and `{timestamp}`, and no stray brace.
+//!   `{timestamp}` requires `timestamp_header`, and `timestamp_header`
+//!   requires `{timestamp}` (an unsigned time proves nothing, so it can't
+//!   bound replays). `{id}` requires `event_id = { header = … }`: the id must
+//!   be known before verification, and the body is only parsed after it.
+//!   An empty `signature_prefix` means none.
+//! - JSON pointers (ordering, locators) follow RFC 6901: empty, or starting
+//!   with `/`, with `~` only in `~0`/`~1`.
+//! - `delivery = "queue"` is refused with the memory store: a queued event is
+//!   acknowledged with 200 and must survive a restart.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
