@@ -2,20 +2,73 @@
 //! (unknown keys refused), then validated into the runtime types below, with
 //! secrets resolved and durations, URLs and header names parsed. Nothing
 //! invalid gets past this module.
+//!
+//! Every problem is reported at once, each with the 1-based line of the
+//! offending value (or of its table, for a missing key) and a field name such
+//! as `server.listen` or `source[stripe].secrets[1]`. Sources are named by
+//! `name` when they have one, else by their 0-based position; `secrets`
+//! entries by their 0-based index, the same index the metrics use.
+//!
+//! Rules beyond the letter of DESIGN §2:
+//!
+//! - `server` with `listen` and `upstream` is required, and at least one
+//!   `[[source]]`. `upstream` is scheme, host and port only (no path: requests
+//!   keep their own), and may not point at hookgate's own listener.
+//!   `admin.listen` may not share `server.listen`'s port (port 0 excepted).
+//! - `[server.tls]` needs both `cert` and `key`, and both must be readable.
+//! - Every duration must be longer than zero. `store.nonce_ttl` must be at
+//!   least twice every source's `tolerance`: a signed request is accepted for
+//!   up to twice the tolerance (clock skew either way), and its nonce has to
+//!   outlive that window or a replay would be forwarded again.
+//! - Redis URLs must also be usable by the Redis client as built; problems
+//!   never quote them (they may hold a password), and [`StoreKind`]'s `Debug`
+//!   hides the password. `key_prefix` may not be empty, contain whitespace, or
+//!   contain `{`/`}` (Redis Cluster hash tags).
+//! - Source names are letters, digits, `-`, `_`, `.` (they end up in metric
+//!   labels and store keys). Paths start with `/`, carry no query, fragment,
+//!   whitespace, or empty/`.`/`..` segment; one trailing `/` is removed.
+//! - Secrets: a literal must be non-empty; `{ env }` must be set and
+//!   non-empty; `{ file }` must be readable and non-empty once trailing
+//!   newlines (`\n`, `\r\n`) are trimmed; relative paths are relative to the
+//!   working directory. Values are never quoted in a problem.
+//! - `tolerance` is an error for a scheme that signs no timestamp; such
+//!   sources get `Duration::ZERO`.
+//! - `event_types = []` is an error (leave the key out to accept every type),
+//!   as is `event_types` on a generic sender without `event_type`.
+//! - Generic senders: `encoding` is required (a wrong guess would fail every
+//!   request). `signed_payload` contains `{body}` exactly once and no other
+//!   placeholder than `{id}` and `{timestamp}`, and no stray brace.
+//!   `{timestamp}` requires `timestamp_header`, and `timestamp_header`
+//!   requires `{timestamp}` (an unsigned time proves nothing, so it can't
+//!   bound replays). `{id}` requires `event_id = { header = … }`: the id must
+//!   be known before verification, and the body is only parsed after it.
+//!   An empty `signature_prefix` means none.
+//! - JSON pointers (ordering, locators) follow RFC 6901: empty, or starting
+//!   with `/`, with `~` only in `~0`/`~1`.
+//! - `delivery = "queue"` is refused with the memory store: a queued event is
+//!   acknowledged with 200 and must survive a restart.
 
+use std::collections::{HashMap, HashSet};
+use std::fmt;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use http::Uri;
+use http::{HeaderName, Uri};
+use toml::Spanned;
 
-use crate::scheme::Scheme;
+use crate::scheme::{Encoding, Generic, Locator, Scheme};
 
 pub mod duration;
+mod raw;
 pub mod secret;
 #[cfg(test)]
 mod tests;
 
+use raw::{
+    RawAdmin, RawGeneric, RawLocator, RawSecret, RawSecrets, RawServer, RawSource, RawStore,
+};
 use secret::Secret;
 
 /// A validated configuration.
@@ -54,7 +107,8 @@ pub struct Admin {
     pub listen: SocketAddr,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `Debug` hides the password of a Redis URL.
+#[derive(Clone, PartialEq, Eq)]
 pub enum StoreKind {
     Memory,
     Redis { url: String },
@@ -147,25 +201,1380 @@ pub struct Problem {
 }
 
 /// Every problem found in a config file.
+///
+/// `Display` prints one problem per line, `line N: field: message`; use
+/// [`Error::display_in`] to print `FILE:N: field: message` instead.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{}", render(.0))]
+#[error("{}", render(None, .0))]
 pub struct Error(pub Vec<Problem>);
 
-fn render(problems: &[Problem]) -> String {
-    let _ = problems;
-    todo!()
+impl Error {
+    /// The problems, one per line, each prefixed with `file:line:`.
+    pub fn display_in<'a>(&'a self, file: &'a Path) -> impl fmt::Display + 'a {
+        InFile(self, file)
+    }
+}
+
+struct InFile<'a>(&'a Error, &'a Path);
+
+impl fmt::Display for InFile<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&render(Some(self.1), &self.0.0))
+    }
+}
+
+fn render(file: Option<&Path>, problems: &[Problem]) -> String {
+    if problems.is_empty() {
+        return "invalid configuration".to_owned();
+    }
+    let file = file.map(|f| f.display().to_string());
+    let mut out = String::new();
+    for (i, p) in problems.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        match (&file, p.line) {
+            (Some(f), Some(l)) => out.push_str(&format!("{f}:{l}: ")),
+            (Some(f), None) if *f != p.field => out.push_str(&format!("{f}: ")),
+            (Some(_), None) => {}
+            (None, Some(l)) => out.push_str(&format!("line {l}: ")),
+            (None, None) => {}
+        }
+        if !p.field.is_empty() {
+            out.push_str(&p.field);
+            out.push_str(": ");
+        }
+        out.push_str(&p.message);
+    }
+    out
 }
 
 impl Config {
     /// Parses and validates a config file's text, reporting every problem at once.
     pub fn from_toml_str(src: &str, secrets: &dyn SecretSource) -> Result<Config, Error> {
-        let _ = (src, secrets);
-        todo!()
+        let mut problems = Vec::new();
+        let Some(parsed) = raw::parse(src, &mut problems) else {
+            return Err(Error(problems));
+        };
+        let mut c = Check {
+            src,
+            secrets,
+            problems,
+            poisoned: parsed.poisoned,
+        };
+        let file = parsed.file;
+        let server = build_server(&mut c, file.server.as_ref());
+        let admin = build_admin(
+            &mut c,
+            file.admin.as_ref(),
+            server.as_ref().map(|s| s.listen),
+        );
+        let store = build_store(&mut c, file.store.as_ref());
+        let sources = build_sources(&mut c, file.source.as_ref(), &store);
+        let mut problems = c.problems;
+        if problems.is_empty() {
+            if let (Some(server), Some(admin), Some(store), Some(sources)) =
+                (server, admin, store.store, sources)
+            {
+                return Ok(Config {
+                    server,
+                    admin,
+                    store,
+                    sources,
+                });
+            }
+            problems.push(Problem {
+                line: None,
+                field: String::new(),
+                message: "invalid configuration".to_owned(),
+            });
+        }
+        problems.sort_by_key(|p| p.line);
+        Err(Error(problems))
     }
 
-    /// Reads and validates the file at `path`.
-    pub fn load(path: &std::path::Path) -> Result<Config, Error> {
-        let _ = path;
-        todo!()
+    /// Reads and validates the file at `path`, with secrets from the process
+    /// environment and the filesystem. Print the error with
+    /// [`Error::display_in`] to prefix each problem with the path.
+    pub fn load(path: &Path) -> Result<Config, Error> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Error(vec![Problem {
+                line: None,
+                field: path.display().to_string(),
+                message: format!("cannot read the config file: {e}"),
+            }])
+        })?;
+        Config::from_toml_str(&text, &SystemSecrets)
+    }
+}
+
+/// `url` with the password of its userinfo (or the whole userinfo when it
+/// has no `:`) replaced by `[redacted]`, for logs and `Debug`.
+pub fn redact_url(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else {
+        return url.to_owned();
+    };
+    let rest = &url[scheme_end + 3..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let Some(at) = rest[..authority_end].rfind('@') else {
+        return url.to_owned();
+    };
+    let userinfo = &rest[..at];
+    let shown = match userinfo.find(':') {
+        Some(colon) => format!("{}:[redacted]", &userinfo[..colon]),
+        None => "[redacted]".to_owned(),
+    };
+    format!("{}{shown}{}", &url[..scheme_end + 3], &rest[at..])
+}
+
+impl fmt::Debug for StoreKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreKind::Memory => f.write_str("Memory"),
+            StoreKind::Redis { url } => f
+                .debug_struct("Redis")
+                .field("url", &redact_url(url))
+                .finish(),
+            StoreKind::RedisCluster { urls } => f
+                .debug_struct("RedisCluster")
+                .field(
+                    "urls",
+                    &urls.iter().map(|u| redact_url(u)).collect::<Vec<_>>(),
+                )
+                .finish(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Validation: raw structs in, runtime types out, every problem recorded.
+
+const DEFAULT_UPSTREAM_TIMEOUT: Duration = Duration::from_secs(10);
+const DEFAULT_MAX_BODY_BYTES: usize = 1_048_576;
+const DEFAULT_ADMIN_LISTEN: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 9090);
+const DEFAULT_NONCE_TTL: Duration = Duration::from_secs(24 * 3600);
+const DEFAULT_KEY_PREFIX: &str = "hookgate";
+const DEFAULT_MEMORY_MAX_ENTRIES: usize = 1_000_000;
+const DEFAULT_TOLERANCE: Duration = Duration::from_secs(300);
+const DEFAULT_SIGNED_PAYLOAD: &str = "{body}";
+
+struct Check<'a> {
+    src: &'a str,
+    secrets: &'a dyn SecretSource,
+    problems: Vec<Problem>,
+    /// Fields whose value was refused while deserializing.
+    poisoned: HashSet<String>,
+}
+
+impl Check<'_> {
+    fn push(&mut self, span: Option<Range<usize>>, field: &str, message: impl Into<String>) {
+        self.problems.push(Problem {
+            line: span.map(|s| raw::line_of(self.src, s.start)),
+            field: field.to_owned(),
+            message: message.into(),
+        });
+    }
+
+    fn at<T>(&mut self, value: &Spanned<T>, field: &str, message: impl Into<String>) {
+        self.push(Some(value.span()), field, message);
+    }
+
+    /// A key that must be present: reported missing (at its table's line)
+    /// unless its value was already refused.
+    fn required<'v, T>(
+        &mut self,
+        value: &'v Option<Spanned<T>>,
+        table: Option<Range<usize>>,
+        field: &str,
+    ) -> Option<&'v Spanned<T>> {
+        if value.is_none() && !self.poisoned.contains(field) {
+            self.push(table, field, "required key is missing");
+        }
+        value.as_ref()
+    }
+
+    /// One of a fixed set of words, or `default` when absent.
+    fn word<T: Copy>(
+        &mut self,
+        value: Option<&Spanned<String>>,
+        field: &str,
+        choices: &[(&str, T)],
+        default: Option<T>,
+    ) -> Option<T> {
+        let Some(v) = value else {
+            return if self.poisoned.contains(field) {
+                None
+            } else {
+                default
+            };
+        };
+        if let Some((_, t)) = choices.iter().find(|(w, _)| *w == v.get_ref().as_str()) {
+            return Some(*t);
+        }
+        let words: Vec<String> = choices.iter().map(|(w, _)| format!("\"{w}\"")).collect();
+        let expected = match words.as_slice() {
+            [a, b] => format!("{a} or {b}"),
+            _ => format!("one of {}", words.join(", ")),
+        };
+        self.at(
+            v,
+            field,
+            format!("unknown value \"{}\"; expected {expected}", v.get_ref()),
+        );
+        None
+    }
+
+    fn duration(
+        &mut self,
+        value: Option<&Spanned<String>>,
+        field: &str,
+        default: Duration,
+    ) -> Option<Duration> {
+        let Some(v) = value else {
+            return Some(default);
+        };
+        match duration::parse_nonzero(v.get_ref()) {
+            Ok(d) => Some(d),
+            Err(m) => {
+                self.at(v, field, m);
+                None
+            }
+        }
+    }
+
+    fn positive(
+        &mut self,
+        value: Option<&Spanned<i64>>,
+        field: &str,
+        default: usize,
+    ) -> Option<usize> {
+        let Some(v) = value else {
+            return Some(default);
+        };
+        match usize::try_from(*v.get_ref()) {
+            Ok(n) if n > 0 => Some(n),
+            _ => {
+                self.at(
+                    v,
+                    field,
+                    format!("must be greater than zero (got {})", v.get_ref()),
+                );
+                None
+            }
+        }
+    }
+
+    fn socket_addr(&mut self, v: &Spanned<String>, field: &str) -> Option<SocketAddr> {
+        match v.get_ref().parse() {
+            Ok(a) => Some(a),
+            Err(_) => {
+                self.at(
+                    v,
+                    field,
+                    format!(
+                        "\"{}\" is not an IP address and port such as \"0.0.0.0:8080\" \
+                         (host names are not resolved)",
+                        v.get_ref()
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    fn header_name(&mut self, v: &Spanned<String>, field: &str) -> Option<HeaderName> {
+        match HeaderName::from_bytes(v.get_ref().as_bytes()) {
+            Ok(h) => Some(h),
+            Err(_) => {
+                self.at(
+                    v,
+                    field,
+                    format!("\"{}\" is not a valid HTTP header name", v.get_ref()),
+                );
+                None
+            }
+        }
+    }
+
+    fn json_pointer(&mut self, v: &Spanned<String>, field: &str) -> Option<String> {
+        match pointer_problem(v.get_ref()) {
+            None => Some(v.get_ref().clone()),
+            Some(m) => {
+                self.at(v, field, m);
+                None
+            }
+        }
+    }
+
+    /// A file that must be readable (TLS material).
+    fn readable_path(&mut self, v: &Spanned<String>, field: &str) -> Option<PathBuf> {
+        let text = v.get_ref();
+        if text.is_empty() {
+            self.at(v, field, "is empty; give a file path");
+            return None;
+        }
+        let path = PathBuf::from(text);
+        match self.secrets.file(&path) {
+            Ok(_) => Some(path),
+            Err(e) => {
+                self.at(v, field, format!("cannot read {text}: {e}"));
+                None
+            }
+        }
+    }
+}
+
+/// Why `p` is not a JSON pointer (RFC 6901), if it is not one.
+fn pointer_problem(p: &str) -> Option<String> {
+    if !p.is_empty() && !p.starts_with('/') {
+        return Some(format!(
+            "\"{p}\" is not a JSON pointer: it must start with / (e.g. \"/data/object/id\")"
+        ));
+    }
+    let bytes = p.as_bytes();
+    for (i, b) in bytes.iter().enumerate() {
+        if *b == b'~' && !matches!(bytes.get(i + 1), Some(b'0' | b'1')) {
+            return Some(format!(
+                "\"{p}\" is not a JSON pointer: ~ must be followed by 0 or 1 (~0 is ~, ~1 is /)"
+            ));
+        }
+    }
+    None
+}
+
+fn build_server(c: &mut Check<'_>, raw: Option<&Spanned<RawServer>>) -> Option<Server> {
+    let Some(raw) = raw else {
+        if !c.poisoned.contains("server") {
+            c.push(
+                None,
+                "server",
+                "the [server] table is missing; it needs at least listen and upstream",
+            );
+        }
+        return None;
+    };
+    let table = Some(raw.span());
+    let r = raw.get_ref();
+    let listen = c
+        .required(&r.listen, table.clone(), "server.listen")
+        .and_then(|v| c.socket_addr(v, "server.listen"));
+    let upstream = c
+        .required(&r.upstream, table.clone(), "server.upstream")
+        .and_then(|v| upstream_uri(c, v, listen));
+    let upstream_timeout = c.duration(
+        r.upstream_timeout.as_ref(),
+        "server.upstream_timeout",
+        DEFAULT_UPSTREAM_TIMEOUT,
+    );
+    let max_body_bytes = c.positive(
+        r.max_body_bytes.as_ref(),
+        "server.max_body_bytes",
+        DEFAULT_MAX_BODY_BYTES,
+    );
+    let unmatched = c.word(
+        r.unmatched.as_ref(),
+        "server.unmatched",
+        &[
+            ("reject", Unmatched::Reject),
+            ("forward", Unmatched::Forward),
+        ],
+        Some(Unmatched::Reject),
+    );
+    let tls = match &r.tls {
+        None => Some(None),
+        Some(t) => {
+            let span = Some(t.span());
+            let cert = c
+                .required(&t.get_ref().cert, span.clone(), "server.tls.cert")
+                .and_then(|v| c.readable_path(v, "server.tls.cert"));
+            let key = c
+                .required(&t.get_ref().key, span, "server.tls.key")
+                .and_then(|v| c.readable_path(v, "server.tls.key"));
+            match (cert, key) {
+                (Some(cert), Some(key)) => Some(Some(Tls { cert, key })),
+                _ => None,
+            }
+        }
+    };
+    Some(Server {
+        listen: listen?,
+        upstream: upstream?,
+        upstream_timeout: upstream_timeout?,
+        max_body_bytes: max_body_bytes?,
+        unmatched: unmatched?,
+        tls: tls?,
+    })
+}
+
+fn upstream_uri(c: &mut Check<'_>, v: &Spanned<String>, listen: Option<SocketAddr>) -> Option<Uri> {
+    const FIELD: &str = "server.upstream";
+    let text = v.get_ref();
+    let uri: Uri = match text.parse() {
+        Ok(u) => u,
+        Err(e) => {
+            c.at(v, FIELD, format!("\"{text}\" is not a URI ({e})"));
+            return None;
+        }
+    };
+    if !matches!(uri.scheme_str(), Some("http" | "https")) {
+        c.at(
+            v,
+            FIELD,
+            format!("\"{text}\" must be an absolute http:// or https:// URI"),
+        );
+        return None;
+    }
+    let Some(host) = uri.host().filter(|h| !h.is_empty()) else {
+        c.at(v, FIELD, format!("\"{text}\" has no host"));
+        return None;
+    };
+    if uri
+        .path_and_query()
+        .is_some_and(|pq| !matches!(pq.as_str(), "" | "/"))
+    {
+        c.at(
+            v,
+            FIELD,
+            format!(
+                "\"{text}\" has a path or query; give only scheme, host and port \
+                 (requests are forwarded with their own path)"
+            ),
+        );
+        return None;
+    }
+    let port = uri
+        .port_u16()
+        .unwrap_or(if uri.scheme_str() == Some("https") {
+            443
+        } else {
+            80
+        });
+    if let Some(l) = listen
+        && points_at_listener(host, port, l)
+    {
+        c.at(
+            v,
+            FIELD,
+            format!("\"{text}\" is hookgate's own listener ({l}); it must be the application"),
+        );
+        return None;
+    }
+    Some(uri)
+}
+
+fn points_at_listener(host: &str, port: u16, listen: SocketAddr) -> bool {
+    if port != listen.port() || port == 0 {
+        return false;
+    }
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let ip: Option<std::net::IpAddr> = if host.eq_ignore_ascii_case("localhost") {
+        Some(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST))
+    } else {
+        host.parse().ok()
+    };
+    match ip {
+        Some(ip) => {
+            ip == listen.ip()
+                || (listen.ip().is_unspecified() && (ip.is_loopback() || ip.is_unspecified()))
+        }
+        None => false,
+    }
+}
+
+fn build_admin(
+    c: &mut Check<'_>,
+    raw: Option<&Spanned<RawAdmin>>,
+    server_listen: Option<SocketAddr>,
+) -> Option<Admin> {
+    let listen = match raw.and_then(|r| r.get_ref().listen.as_ref()) {
+        None if c.poisoned.contains("admin.listen") => None,
+        None => Some(DEFAULT_ADMIN_LISTEN),
+        Some(v) => {
+            let listen = c.socket_addr(v, "admin.listen")?;
+            if let Some(s) = server_listen
+                && s.port() == listen.port()
+                && s.port() != 0
+                && (s.ip() == listen.ip()
+                    || s.ip().is_unspecified()
+                    || listen.ip().is_unspecified())
+            {
+                c.at(
+                    v,
+                    "admin.listen",
+                    format!("{listen} clashes with server.listen ({s}); use another port"),
+                );
+                return None;
+            }
+            Some(listen)
+        }
+    };
+    Some(Admin { listen: listen? })
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum KindWord {
+    Memory,
+    Redis,
+    Cluster,
+}
+
+/// The validated store, plus what sources need to know even when the store
+/// itself has problems.
+struct StoreInfo {
+    store: Option<Store>,
+    /// `None` when `kind` is invalid.
+    kind: Option<KindWord>,
+    nonce_ttl: Option<Duration>,
+    nonce_ttl_span: Option<Range<usize>>,
+}
+
+fn build_store(c: &mut Check<'_>, raw: Option<&Spanned<RawStore>>) -> StoreInfo {
+    let table = raw.map(|r| r.span());
+    let r = raw.map(|r| r.get_ref());
+    let kind = c.word(
+        r.and_then(|r| r.kind.as_ref()),
+        "store.kind",
+        &[
+            ("memory", KindWord::Memory),
+            ("redis", KindWord::Redis),
+            ("redis-cluster", KindWord::Cluster),
+        ],
+        Some(KindWord::Memory),
+    );
+    let url = r.and_then(|r| r.url.as_ref());
+    let urls = r.and_then(|r| r.urls.as_ref());
+    let store_kind = match kind {
+        Some(KindWord::Memory) => {
+            if let Some(u) = url {
+                c.at(
+                    u,
+                    "store.url",
+                    r#"the memory store takes no url; set kind = "redis" to use one"#,
+                );
+            }
+            if let Some(u) = urls {
+                c.at(
+                    u,
+                    "store.urls",
+                    r#"the memory store takes no urls; set kind = "redis-cluster" to use them"#,
+                );
+            }
+            (url.is_none() && urls.is_none()).then_some(StoreKind::Memory)
+        }
+        Some(KindWord::Redis) => {
+            if let Some(u) = urls {
+                c.at(
+                    u,
+                    "store.urls",
+                    r#"kind = "redis" takes url, not urls; use kind = "redis-cluster" for a cluster"#,
+                );
+            }
+            let url = match url {
+                Some(u) => redis_url(c, u, "store.url"),
+                None => {
+                    if !c.poisoned.contains("store.url") {
+                        c.push(
+                            table.clone(),
+                            "store.url",
+                            r#"kind = "redis" needs url = "redis://host:6379""#,
+                        );
+                    }
+                    None
+                }
+            };
+            url.filter(|_| urls.is_none())
+                .map(|url| StoreKind::Redis { url })
+        }
+        Some(KindWord::Cluster) => {
+            if let Some(u) = url {
+                c.at(
+                    u,
+                    "store.url",
+                    r#"kind = "redis-cluster" takes urls (a list of nodes), not url"#,
+                );
+            }
+            let list = match urls {
+                None => {
+                    if !c.poisoned.contains("store.urls") {
+                        c.push(
+                            table.clone(),
+                            "store.urls",
+                            r#"kind = "redis-cluster" needs urls = ["redis://node:7000", …]"#,
+                        );
+                    }
+                    None
+                }
+                Some(u) if u.get_ref().is_empty() => {
+                    c.at(u, "store.urls", "is empty; list at least one cluster node");
+                    None
+                }
+                Some(u) => redis_urls(c, u),
+            };
+            list.filter(|_| url.is_none())
+                .map(|urls| StoreKind::RedisCluster { urls })
+        }
+        None => {
+            // Still check what can be checked.
+            if let Some(u) = url {
+                redis_url(c, u, "store.url");
+            }
+            if let Some(u) = urls {
+                redis_urls(c, u);
+            }
+            None
+        }
+    };
+    let ttl_value = r.and_then(|r| r.nonce_ttl.as_ref());
+    let nonce_ttl = c.duration(ttl_value, "store.nonce_ttl", DEFAULT_NONCE_TTL);
+    let key_prefix = match r.and_then(|r| r.key_prefix.as_ref()) {
+        None => Some(DEFAULT_KEY_PREFIX.to_owned()),
+        Some(v) => key_prefix(c, v),
+    };
+    let memory_max_entries = c.positive(
+        r.and_then(|r| r.memory_max_entries.as_ref()),
+        "store.memory_max_entries",
+        DEFAULT_MEMORY_MAX_ENTRIES,
+    );
+    let store = match (store_kind, nonce_ttl, key_prefix, memory_max_entries) {
+        (Some(kind), Some(nonce_ttl), Some(key_prefix), Some(memory_max_entries)) => Some(Store {
+            kind,
+            nonce_ttl,
+            key_prefix,
+            memory_max_entries,
+        }),
+        _ => None,
+    };
+    StoreInfo {
+        store,
+        kind,
+        nonce_ttl,
+        nonce_ttl_span: ttl_value.map(|v| v.span()).or(table),
+    }
+}
+
+/// A Redis URL; the message never quotes it (it may hold a password).
+fn redis_url(c: &mut Check<'_>, v: &Spanned<String>, field: &str) -> Option<String> {
+    use redis::IntoConnectionInfo;
+    let text = v.get_ref();
+    if !(text.starts_with("redis://") || text.starts_with("rediss://")) {
+        c.at(v, field, "must start with redis:// or rediss://");
+        return None;
+    }
+    match text.as_str().into_connection_info() {
+        Ok(_) => Some(text.clone()),
+        Err(e) => {
+            c.at(v, field, format!("is not a usable Redis URL: {e}"));
+            None
+        }
+    }
+}
+
+fn redis_urls(c: &mut Check<'_>, v: &Spanned<Vec<Spanned<String>>>) -> Option<Vec<String>> {
+    let mut ok = true;
+    let mut out = Vec::new();
+    for (i, u) in v.get_ref().iter().enumerate() {
+        match redis_url(c, u, &format!("store.urls[{i}]")) {
+            Some(u) => out.push(u),
+            None => ok = false,
+        }
+    }
+    ok.then_some(out)
+}
+
+fn key_prefix(c: &mut Check<'_>, v: &Spanned<String>) -> Option<String> {
+    let text = v.get_ref();
+    let message = if text.is_empty() {
+        "is empty; keys need a prefix"
+    } else if text.chars().any(|ch| ch.is_whitespace() || ch.is_control()) {
+        "must not contain spaces or control characters"
+    } else if text.contains(['{', '}']) {
+        "must not contain { or } (Redis Cluster reads them as hash tags)"
+    } else {
+        return Some(text.clone());
+    };
+    c.at(v, "store.key_prefix", message);
+    None
+}
+
+fn build_sources(
+    c: &mut Check<'_>,
+    raw: Option<&Spanned<Vec<Spanned<RawSource>>>>,
+    store: &StoreInfo,
+) -> Option<Vec<Source>> {
+    let list = match raw {
+        Some(list) if !list.get_ref().is_empty() => list.get_ref(),
+        Some(list) => {
+            c.at(
+                list,
+                "source",
+                "no sources; add at least one [[source]] table",
+            );
+            return None;
+        }
+        None => {
+            if !c.poisoned.contains("source") {
+                c.push(
+                    None,
+                    "source",
+                    "no [[source]] table; add at least one source to verify",
+                );
+            }
+            return None;
+        }
+    };
+    let mut names: HashMap<String, usize> = HashMap::new();
+    let mut paths: HashMap<String, (String, usize)> = HashMap::new();
+    let mut out = Some(Vec::new());
+    for (i, rs) in list.iter().enumerate() {
+        let r = rs.get_ref();
+        let label = raw::source_label(i, r.name.as_ref().map(|n| n.get_ref().as_str()));
+        let table = Some(rs.span());
+
+        let name_field = format!("{label}.name");
+        let name = c
+            .required(&r.name, table.clone(), &name_field)
+            .and_then(|v| source_name(c, v, &name_field));
+        if let (Some(n), Some(v)) = (&name, &r.name) {
+            let line = raw::line_of(c.src, v.span().start);
+            match names.get(n) {
+                Some(first) => {
+                    c.at(
+                        v,
+                        &name_field,
+                        format!("duplicate source name \"{n}\" (first used on line {first})"),
+                    );
+                }
+                None => {
+                    names.insert(n.clone(), line);
+                }
+            }
+        }
+
+        let path_field = format!("{label}.path");
+        let path = c.required(&r.path, table, &path_field).and_then(|v| {
+            match normalise_path(v.get_ref()) {
+                Ok(p) => Some((v, p)),
+                Err(m) => {
+                    c.at(v, &path_field, m);
+                    None
+                }
+            }
+        });
+        let path = match path {
+            Some((v, p)) => match paths.get(&p) {
+                Some((other, line)) => {
+                    let shown = if *v.get_ref() == p {
+                        format!("\"{p}\"")
+                    } else {
+                        format!("\"{}\" (that is, \"{p}\")", v.get_ref())
+                    };
+                    c.at(
+                        v,
+                        &path_field,
+                        format!("path {shown} is already used by {other} on line {line}"),
+                    );
+                    None
+                }
+                None => {
+                    let line = raw::line_of(c.src, v.span().start);
+                    paths.insert(p.clone(), (label.clone(), line));
+                    Some(p)
+                }
+            },
+            None => None,
+        };
+
+        let body = source_body(c, &label, rs, store);
+        match (name, path, body, &mut out) {
+            (Some(name), Some(path), Some(b), Some(out)) => out.push(Source {
+                name,
+                path,
+                scheme: b.scheme,
+                keys: b.keys,
+                secret_files: b.secret_files,
+                tolerance: b.tolerance,
+                event_types: b.event_types,
+                delivery: b.delivery,
+                ordering: b.ordering,
+            }),
+            _ => out = None,
+        }
+    }
+    out
+}
+
+fn source_name(c: &mut Check<'_>, v: &Spanned<String>, field: &str) -> Option<String> {
+    let n = v.get_ref();
+    let ok = !n.is_empty()
+        && n.chars()
+            .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.'));
+    if ok {
+        Some(n.clone())
+    } else {
+        c.at(
+            v,
+            field,
+            format!(
+                "\"{n}\" is not a valid source name: use letters, digits, -, _ and . \
+                 (it appears in metric labels and store keys)"
+            ),
+        );
+        None
+    }
+}
+
+/// Checks a source path and removes one trailing `/` (except from `/`).
+fn normalise_path(text: &str) -> Result<String, String> {
+    if !text.starts_with('/') {
+        return Err(format!("\"{text}\" must start with /"));
+    }
+    if text.contains(['?', '#']) {
+        return Err(format!("\"{text}\" must be a path only, without ? or #"));
+    }
+    if text.chars().any(|ch| ch.is_whitespace() || ch.is_control()) {
+        return Err(format!(
+            "\"{text}\" must not contain spaces or control characters"
+        ));
+    }
+    // Every segment but a final empty one (the trailing slash) must be a name.
+    let segments: Vec<&str> = text[1..].split('/').collect();
+    let last = segments.len().saturating_sub(1);
+    let bad = segments
+        .iter()
+        .enumerate()
+        .any(|(i, s)| (s.is_empty() && i != last) || *s == "." || *s == "..");
+    if bad {
+        return Err(format!("\"{text}\" has an empty, . or .. segment"));
+    }
+    let p = match text.strip_suffix('/') {
+        Some(stripped) if !stripped.is_empty() => stripped,
+        _ => text,
+    };
+    if http::uri::PathAndQuery::try_from(p).is_err() {
+        return Err(format!("\"{text}\" is not a valid URL path"));
+    }
+    Ok(p.to_owned())
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SchemeWord {
+    Stripe,
+    Github,
+    Shopify,
+    Slack,
+    Standard,
+    Generic,
+}
+
+const SCHEMES: &[(&str, SchemeWord)] = &[
+    ("stripe", SchemeWord::Stripe),
+    ("github", SchemeWord::Github),
+    ("shopify", SchemeWord::Shopify),
+    ("slack", SchemeWord::Slack),
+    ("standard", SchemeWord::Standard),
+    ("generic", SchemeWord::Generic),
+];
+
+/// Everything in a source but its name and path.
+struct SourceBody {
+    scheme: Scheme,
+    keys: Vec<Secret>,
+    secret_files: Vec<PathBuf>,
+    tolerance: Duration,
+    event_types: Vec<String>,
+    delivery: Delivery,
+    ordering: Option<Ordering>,
+}
+
+fn source_body(
+    c: &mut Check<'_>,
+    label: &str,
+    rs: &Spanned<RawSource>,
+    store: &StoreInfo,
+) -> Option<SourceBody> {
+    let r = rs.get_ref();
+    let table = Some(rs.span());
+    let field = |k: &str| format!("{label}.{k}");
+
+    // Scheme, with its [source.generic] table.
+    let scheme_field = field("scheme");
+    let word = c
+        .required(&r.scheme, table.clone(), &scheme_field)
+        .and_then(|v| c.word(Some(v), &scheme_field, SCHEMES, None));
+    let generic = match (&r.generic, word) {
+        (Some(g), Some(SchemeWord::Generic) | None) => build_generic(c, label, g),
+        (Some(g), Some(_)) => {
+            c.at(
+                g,
+                &field("generic"),
+                r#"only scheme = "generic" takes a [source.generic] table"#,
+            );
+            None
+        }
+        (None, Some(SchemeWord::Generic)) => {
+            if !c.poisoned.contains(&field("generic")) {
+                let span = r.scheme.as_ref().map(|s| s.span()).or(table.clone());
+                c.push(
+                    span,
+                    &field("generic"),
+                    r#"scheme = "generic" needs a [source.generic] table describing the sender"#,
+                );
+            }
+            None
+        }
+        (None, _) => None,
+    };
+    let scheme = match word {
+        Some(SchemeWord::Stripe) => Some(Scheme::Stripe),
+        Some(SchemeWord::Github) => Some(Scheme::Github),
+        Some(SchemeWord::Shopify) => Some(Scheme::Shopify),
+        Some(SchemeWord::Slack) => Some(Scheme::Slack),
+        Some(SchemeWord::Standard) => Some(Scheme::Standard),
+        Some(SchemeWord::Generic) => generic.map(|g| Scheme::Generic(Box::new(g))),
+        None => None,
+    };
+
+    // Secrets, resolved and prepared for the scheme.
+    let secrets_field = field("secrets");
+    let mut secret_files = Vec::new();
+    let keys = match c.required(&r.secrets, table.clone(), &secrets_field) {
+        None => None,
+        Some(s) => match s.get_ref() {
+            RawSecrets::NotAnArray => {
+                c.at(
+                    s,
+                    &secrets_field,
+                    r#"must be an array: secrets = ["…", { env = "NAME" }, { file = "PATH" }]"#,
+                );
+                None
+            }
+            RawSecrets::List(list) if list.is_empty() => {
+                c.at(
+                    s,
+                    &secrets_field,
+                    "is empty; at least one secret is required",
+                );
+                None
+            }
+            RawSecrets::List(list) => {
+                let mut keys = Some(Vec::new());
+                for (j, entry) in list.iter().enumerate() {
+                    let f = format!("{secrets_field}[{j}]");
+                    let key = resolve_secret(c, entry, &f, &mut secret_files).and_then(
+                        |(secret, origin)| match &scheme {
+                            None => None,
+                            Some(scheme) => match scheme.prepare_key(&secret) {
+                                Ok(k) => Some(k),
+                                Err(m) => {
+                                    c.at(entry, &f, format!("{origin}{m}"));
+                                    None
+                                }
+                            },
+                        },
+                    );
+                    match (key, &mut keys) {
+                        (Some(k), Some(keys)) => keys.push(k),
+                        _ => keys = None,
+                    }
+                }
+                keys
+            }
+        },
+    };
+
+    // Tolerance: only for schemes that sign a timestamp.
+    let tolerance_field = field("tolerance");
+    let tolerance = match &scheme {
+        Some(s) if s.signs_timestamp() => {
+            let t = c.duration(r.tolerance.as_ref(), &tolerance_field, DEFAULT_TOLERANCE);
+            if let (Some(t), Some(ttl)) = (t, store.nonce_ttl)
+                && ttl < t.saturating_mul(2)
+            {
+                let message = format!(
+                    "store.nonce_ttl ({}) must be at least twice the tolerance ({}): \
+                     a signed request is accepted for up to twice the tolerance, and \
+                     a replay after its nonce expired would be forwarded again",
+                    humantime::format_duration(ttl),
+                    humantime::format_duration(t)
+                );
+                match &r.tolerance {
+                    Some(v) => c.at(v, &tolerance_field, message),
+                    None => c.push(store.nonce_ttl_span.clone(), "store.nonce_ttl", message),
+                }
+            }
+            t
+        }
+        Some(s) => match &r.tolerance {
+            None => Some(Duration::ZERO),
+            Some(v) => {
+                let message = match s {
+                    Scheme::Generic(_) => "does not apply: this sender has no \
+                        generic.timestamp_header, so no signed time to check"
+                        .to_owned(),
+                    _ => format!(
+                        "does not apply: scheme \"{}\" signs no timestamp; remove it",
+                        s.name()
+                    ),
+                };
+                c.at(v, &tolerance_field, message);
+                None
+            }
+        },
+        None => {
+            if let Some(v) = &r.tolerance {
+                c.duration(Some(v), &tolerance_field, DEFAULT_TOLERANCE);
+            }
+            None
+        }
+    };
+
+    // Event-type filter.
+    let types_field = field("event_types");
+    let event_types = match &r.event_types {
+        None => Some(Vec::new()),
+        Some(list) if list.get_ref().is_empty() => {
+            c.at(
+                list,
+                &types_field,
+                "is empty; leave event_types out to accept every event type",
+            );
+            None
+        }
+        Some(list) => {
+            let mut ok = true;
+            for (j, p) in list.get_ref().iter().enumerate() {
+                if let Some(m) = pattern_problem(p.get_ref()) {
+                    c.at(p, &format!("{types_field}[{j}]"), m);
+                    ok = false;
+                }
+            }
+            if let Some(Scheme::Generic(g)) = &scheme
+                && g.event_type.is_none()
+            {
+                c.at(
+                    list,
+                    &types_field,
+                    "this sender has no generic.event_type, so no event could match; \
+                     set generic.event_type or remove event_types",
+                );
+                ok = false;
+            }
+            ok.then(|| list.get_ref().iter().map(|p| p.get_ref().clone()).collect())
+        }
+    };
+
+    // Delivery.
+    let delivery_field = field("delivery");
+    let delivery = c.word(
+        r.delivery.as_ref(),
+        &delivery_field,
+        &[("forward", Delivery::Forward), ("queue", Delivery::Queue)],
+        Some(Delivery::Forward),
+    );
+    if let (Some(Delivery::Queue), Some(KindWord::Memory), Some(v)) =
+        (delivery, store.kind, &r.delivery)
+    {
+        c.at(
+            v,
+            &delivery_field,
+            r#"delivery = "queue" needs a redis or redis-cluster store: the memory store loses its queue on restart, so a queued event would not be durable"#,
+        );
+    }
+
+    // Ordering gate.
+    let ordering = match &r.ordering {
+        None => Some(None),
+        Some(o) => {
+            let span = Some(o.span());
+            let rf = field("ordering.resource");
+            let vf = field("ordering.version");
+            let resource = c
+                .required(&o.get_ref().resource, span.clone(), &rf)
+                .and_then(|v| c.json_pointer(v, &rf));
+            let version = c
+                .required(&o.get_ref().version, span, &vf)
+                .and_then(|v| c.json_pointer(v, &vf));
+            match (resource, version) {
+                (Some(resource), Some(version)) => Some(Some(Ordering { resource, version })),
+                _ => None,
+            }
+        }
+    };
+
+    Some(SourceBody {
+        scheme: scheme?,
+        keys: keys?,
+        secret_files,
+        tolerance: tolerance?,
+        event_types: event_types?,
+        delivery: delivery?,
+        ordering: ordering?,
+    })
+}
+
+/// Resolves one `secrets` entry. Returns the secret and a prefix naming
+/// where it came from, for messages about its shape. Never quotes a value.
+fn resolve_secret(
+    c: &mut Check<'_>,
+    entry: &Spanned<RawSecret>,
+    field: &str,
+    files: &mut Vec<PathBuf>,
+) -> Option<(Secret, String)> {
+    match entry.get_ref() {
+        RawSecret::Literal(s) if s.is_empty() => {
+            c.at(entry, field, "is an empty string");
+            None
+        }
+        RawSecret::Literal(s) => Some((Secret::new(s.as_bytes()), String::new())),
+        RawSecret::Env(name) if name.is_empty() => {
+            c.at(
+                entry,
+                field,
+                r#"env needs a variable name: { env = "NAME" }"#,
+            );
+            None
+        }
+        RawSecret::Env(name) => match c.secrets.env(name) {
+            None => {
+                c.at(
+                    entry,
+                    field,
+                    format!("environment variable {name} is not set"),
+                );
+                None
+            }
+            Some(v) if v.is_empty() => {
+                c.at(
+                    entry,
+                    field,
+                    format!("environment variable {name} is empty"),
+                );
+                None
+            }
+            Some(v) => Some((
+                Secret::new(v.into_bytes()),
+                format!("environment variable {name}: "),
+            )),
+        },
+        RawSecret::File(path) if path.is_empty() => {
+            c.at(entry, field, r#"file needs a path: { file = "PATH" }"#);
+            None
+        }
+        RawSecret::File(path) => {
+            let p = PathBuf::from(path);
+            if !files.contains(&p) {
+                files.push(p.clone());
+            }
+            match c.secrets.file(&p) {
+                Err(e) => {
+                    c.at(entry, field, format!("cannot read secret file {path}: {e}"));
+                    None
+                }
+                Ok(mut bytes) => {
+                    while bytes.last() == Some(&b'\n') {
+                        bytes.pop();
+                        if bytes.last() == Some(&b'\r') {
+                            bytes.pop();
+                        }
+                    }
+                    if bytes.is_empty() {
+                        c.at(entry, field, format!("secret file {path} is empty"));
+                        None
+                    } else {
+                        Some((Secret::new(bytes), format!("secret file {path}: ")))
+                    }
+                }
+            }
+        }
+        RawSecret::Invalid(m) => {
+            c.at(entry, field, *m);
+            None
+        }
+    }
+}
+
+/// Why an `event_types` pattern is invalid, if it is.
+fn pattern_problem(p: &str) -> Option<String> {
+    if p.is_empty() {
+        return Some("is an empty pattern".to_owned());
+    }
+    let head = p.strip_suffix('*').unwrap_or(p);
+    if head.contains('*') {
+        return Some(format!(
+            "\"{p}\": * may only be the last character (\"customer.*\")"
+        ));
+    }
+    None
+}
+
+/// Which placeholders a signed-payload template uses.
+struct Placeholders {
+    id: bool,
+    timestamp: bool,
+}
+
+fn parse_template(t: &str) -> Result<Placeholders, String> {
+    let mut found = Placeholders {
+        id: false,
+        timestamp: false,
+    };
+    let mut bodies = 0;
+    let mut rest = t;
+    while let Some(i) = rest.find(['{', '}']) {
+        if rest[i..].starts_with('}') {
+            return Err(format!("\"{t}\" has a }} without a matching {{"));
+        }
+        let after = &rest[i + 1..];
+        let Some(end) = after.find('}') else {
+            return Err(format!("\"{t}\" has a {{ without a matching }}"));
+        };
+        match &after[..end] {
+            "id" => found.id = true,
+            "timestamp" => found.timestamp = true,
+            "body" => bodies += 1,
+            other => {
+                return Err(format!(
+                    "\"{t}\" uses {{{other}}}; only {{id}}, {{timestamp}} and {{body}} are allowed"
+                ));
+            }
+        }
+        rest = &after[end + 1..];
+    }
+    match bodies {
+        0 => Err(format!("\"{t}\" must contain {{body}}")),
+        1 => Ok(found),
+        _ => Err(format!("\"{t}\" contains {{body}} more than once")),
+    }
+}
+
+fn build_generic(c: &mut Check<'_>, label: &str, raw: &Spanned<RawGeneric>) -> Option<Generic> {
+    let g = raw.get_ref();
+    let table = Some(raw.span());
+    let field = |k: &str| format!("{label}.generic.{k}");
+
+    let sh = field("signature_header");
+    let signature_header = c
+        .required(&g.signature_header, table.clone(), &sh)
+        .and_then(|v| c.header_name(v, &sh));
+    let signature_prefix = g
+        .signature_prefix
+        .as_ref()
+        .map(|p| p.get_ref().clone())
+        .filter(|p| !p.is_empty());
+    let enc = field("encoding");
+    let encoding = c.required(&g.encoding, table, &enc).and_then(|v| {
+        c.word(
+            Some(v),
+            &enc,
+            &[("hex", Encoding::Hex), ("base64", Encoding::Base64)],
+            None,
+        )
+    });
+    let sp = field("signed_payload");
+    let (signed_payload, placeholders) = match &g.signed_payload {
+        None if c.poisoned.contains(&sp) => (None, None),
+        None => (
+            Some(DEFAULT_SIGNED_PAYLOAD.to_owned()),
+            Some(Placeholders {
+                id: false,
+                timestamp: false,
+            }),
+        ),
+        Some(v) => match parse_template(v.get_ref()) {
+            Ok(p) => (Some(v.get_ref().clone()), Some(p)),
+            Err(m) => {
+                c.at(v, &sp, m);
+                (None, None)
+            }
+        },
+    };
+    let th = field("timestamp_header");
+    let timestamp_header = match &g.timestamp_header {
+        None => Some(None),
+        Some(v) => c.header_name(v, &th).map(Some),
+    };
+    let event_id = locator(c, g.event_id.as_ref(), &field("event_id"));
+    let event_type = locator(c, g.event_type.as_ref(), &field("event_type"));
+
+    // Cross-checks between the template and where values come from.
+    if let Some(p) = &placeholders {
+        let payload_span = g.signed_payload.as_ref().map(|v| v.span());
+        if p.timestamp && g.timestamp_header.is_none() && !c.poisoned.contains(&th) {
+            c.push(
+                payload_span.clone(),
+                &sp,
+                "uses {timestamp} but generic.timestamp_header is not set",
+            );
+        }
+        if !p.timestamp
+            && let Some(v) = &g.timestamp_header
+        {
+            c.at(
+                v,
+                &th,
+                "is set but signed_payload has no {timestamp}: an unsigned timestamp \
+                 proves nothing, so it cannot bound replays",
+            );
+        }
+        if p.id {
+            match &g.event_id {
+                Some(v) if matches!(v.get_ref(), RawLocator::Pointer(_)) => c.at(
+                    v,
+                    &field("event_id"),
+                    "{id} in signed_payload needs the id from a header: \
+                     { header = \"…\" } (the body is only read after the signature is verified)",
+                ),
+                Some(_) => {}
+                None if c.poisoned.contains(&field("event_id")) => {}
+                None => c.push(
+                    payload_span,
+                    &sp,
+                    "uses {id} but generic.event_id is not set; {id} needs \
+                     event_id = { header = \"…\" }",
+                ),
+            }
+        }
+    }
+
+    Some(Generic {
+        signature_header: signature_header?,
+        signature_prefix,
+        encoding: encoding?,
+        signed_payload: signed_payload?,
+        timestamp_header: timestamp_header?,
+        event_id: event_id?,
+        event_type: event_type?,
+    })
+}
+
+/// An optional `{ header = … }` / `{ pointer = … }`; outer `None` = invalid.
+fn locator(
+    c: &mut Check<'_>,
+    value: Option<&Spanned<RawLocator>>,
+    field: &str,
+) -> Option<Option<Locator>> {
+    let Some(v) = value else {
+        return Some(None);
+    };
+    match v.get_ref() {
+        RawLocator::Header(h) => match HeaderName::from_bytes(h.as_bytes()) {
+            Ok(name) => Some(Some(Locator::Header(name))),
+            Err(_) => {
+                c.at(v, field, format!("\"{h}\" is not a valid HTTP header name"));
+                None
+            }
+        },
+        RawLocator::Pointer(p) => match pointer_problem(p) {
+            None => Some(Some(Locator::Pointer(p.clone()))),
+            Some(m) => {
+                c.at(v, field, m);
+                None
+            }
+        },
+        RawLocator::Invalid(m) => {
+            c.at(v, field, *m);
+            None
+        }
     }
 }

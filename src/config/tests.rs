@@ -1,1 +1,1784 @@
+use std::collections::HashMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
+use http::HeaderName;
+
+use super::*;
+use crate::scheme::{Encoding, Locator, Scheme};
+
+/// Secrets from maps, so tests never touch the process environment.
+#[derive(Default)]
+struct MapSecrets {
+    env: HashMap<String, String>,
+    files: HashMap<PathBuf, Vec<u8>>,
+}
+
+impl MapSecrets {
+    fn env(mut self, name: &str, value: &str) -> Self {
+        self.env.insert(name.to_owned(), value.to_owned());
+        self
+    }
+    fn file(mut self, path: &str, bytes: &[u8]) -> Self {
+        self.files.insert(PathBuf::from(path), bytes.to_vec());
+        self
+    }
+}
+
+impl SecretSource for MapSecrets {
+    fn env(&self, name: &str) -> Option<String> {
+        self.env.get(name).cloned()
+    }
+    fn file(&self, path: &Path) -> io::Result<Vec<u8>> {
+        self.files
+            .get(path)
+            .cloned()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "No such file or directory"))
+    }
+}
+
+/// A valid config with one github source; tests append keys to that source
+/// or further tables.
+const BASE: &str = r#"
+[server]
+listen = "127.0.0.1:8080"
+upstream = "http://127.0.0.1:3000"
+
+[[source]]
+name = "gh"
+path = "/webhooks/github"
+scheme = "github"
+secrets = ["gh-secret"]
+"#;
+
+fn with(extra: &str) -> String {
+    format!("{BASE}{extra}")
+}
+
+fn parse_with(src: &str, secrets: &MapSecrets) -> Result<Config, Error> {
+    Config::from_toml_str(src, secrets)
+}
+
+fn config(src: &str) -> Config {
+    config_with(src, &MapSecrets::default())
+}
+
+fn config_with(src: &str, secrets: &MapSecrets) -> Config {
+    match parse_with(src, secrets) {
+        Ok(c) => c,
+        Err(e) => panic!("config should be valid, got:\n{e}\n--- config ---\n{src}"),
+    }
+}
+
+fn problems(src: &str) -> Vec<Problem> {
+    problems_with(src, &MapSecrets::default())
+}
+
+fn problems_with(src: &str, secrets: &MapSecrets) -> Vec<Problem> {
+    match parse_with(src, secrets) {
+        Ok(_) => panic!("config should be refused:\n{src}"),
+        Err(e) => e.0,
+    }
+}
+
+/// The 1-based line of the only occurrence of `marker` in `src`.
+fn line_of(src: &str, marker: &str) -> usize {
+    let hits: Vec<usize> = src
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains(marker))
+        .map(|(i, _)| i + 1)
+        .collect();
+    assert_eq!(
+        hits.len(),
+        1,
+        "marker {marker:?} must occur on exactly one line"
+    );
+    hits[0]
+}
+
+fn show(problems: &[Problem]) -> String {
+    Error(problems.to_vec()).to_string()
+}
+
+/// Asserts a problem on `field`, at the line holding `marker` (or no line
+/// when `marker` is empty), whose message contains `fragment`.
+fn has(problems: &[Problem], src: &str, field: &str, marker: &str, fragment: &str) {
+    let line = (!marker.is_empty()).then(|| line_of(src, marker));
+    let found = problems
+        .iter()
+        .any(|p| p.field == field && p.line == line && p.message.contains(fragment));
+    assert!(
+        found,
+        "expected a problem on {field} at line {line:?} containing {fragment:?}, got:\n{}",
+        show(problems)
+    );
+}
+
+/// Asserts that `src` is refused with exactly one problem, as described.
+fn only(src: &str, field: &str, marker: &str, fragment: &str) {
+    only_with(src, &MapSecrets::default(), field, marker, fragment);
+}
+
+fn only_with(src: &str, secrets: &MapSecrets, field: &str, marker: &str, fragment: &str) {
+    let ps = problems_with(src, secrets);
+    has(&ps, src, field, marker, fragment);
+    assert_eq!(ps.len(), 1, "expected one problem, got:\n{}", show(&ps));
+}
+
+// ---------------------------------------------------------------------------
+// Whole files
+
+const OMNIBUS: &str = r#"
+[server]
+listen = "0.0.0.0:8443"
+upstream = "https://app.internal:3443"
+upstream_timeout = "2500ms"
+max_body_bytes = 65536
+unmatched = "forward"
+
+[server.tls]
+cert = "/tls/cert.pem"
+key = "/tls/key.pem"
+
+[admin]
+listen = "[::1]:9191"
+
+[store]
+kind = "redis"
+url = "redis://:hunter2@redis.internal:6380/2"
+nonce_ttl = "48h"
+key_prefix = "hg-test"
+memory_max_entries = 5000
+
+[[source]]
+name = "stripe"
+path = "/webhooks/stripe/"
+scheme = "stripe"
+secrets = ["whsec_current", { env = "STRIPE_PREVIOUS" }, { file = "/run/secrets/stripe" }]
+tolerance = "10m"
+event_types = ["invoice.paid", "customer.subscription.*"]
+delivery = "queue"
+
+[source.ordering]
+resource = "/data/object/id"
+version = "/data/object/updated"
+
+[[source]]
+name = "github"
+path = "/webhooks/github"
+scheme = "github"
+secrets = ["gh"]
+delivery = "forward"
+
+[[source]]
+name = "shopify"
+path = "/webhooks/shopify"
+scheme = "shopify"
+secrets = ["shp"]
+
+[[source]]
+name = "slack"
+path = "/webhooks/slack"
+scheme = "slack"
+secrets = ["slk"]
+
+[[source]]
+name = "standard"
+path = "/"
+scheme = "standard"
+secrets = ["whsec_c2VjcmV0LWtleQ=="]
+
+[[source]]
+name = "acme"
+path = "/webhooks/acme"
+scheme = "generic"
+secrets = [{ file = "/run/secrets/acme" }]
+tolerance = "30s"
+event_types = ["order.*", "*"]
+
+[source.generic]
+signature_header = "X-Acme-Signature"
+signature_prefix = "sha256="
+encoding = "base64"
+signed_payload = "{id}.{timestamp}.{body}"
+timestamp_header = "X-Acme-Timestamp"
+event_id = { header = "X-Acme-Delivery" }
+event_type = { pointer = "/kind" }
+
+[[source]]
+name = "plain"
+path = "/plain"
+scheme = "generic"
+secrets = ["p"]
+
+[source.generic]
+signature_header = "X-Plain-Sig"
+encoding = "hex"
+event_id = { pointer = "/id" }
+event_type = { header = "X-Plain-Type" }
+"#;
+
+fn omnibus_secrets() -> MapSecrets {
+    MapSecrets::default()
+        .env("STRIPE_PREVIOUS", "whsec_previous")
+        .file("/run/secrets/stripe", b"whsec_from_file\r\n")
+        .file("/run/secrets/acme", b"acme-key\n")
+        .file("/tls/cert.pem", b"cert")
+        .file("/tls/key.pem", b"key")
+}
+
+#[test]
+fn omnibus_parses_every_key() {
+    let c = config_with(OMNIBUS, &omnibus_secrets());
+
+    assert_eq!(c.server.listen, "0.0.0.0:8443".parse().expect("addr"));
+    assert_eq!(c.server.upstream, "https://app.internal:3443");
+    assert_eq!(c.server.upstream_timeout, Duration::from_millis(2500));
+    assert_eq!(c.server.max_body_bytes, 65536);
+    assert_eq!(c.server.unmatched, Unmatched::Forward);
+    let tls = c.server.tls.as_ref().expect("tls");
+    assert_eq!(tls.cert, PathBuf::from("/tls/cert.pem"));
+    assert_eq!(tls.key, PathBuf::from("/tls/key.pem"));
+
+    assert_eq!(c.admin.listen, "[::1]:9191".parse().expect("addr"));
+
+    assert_eq!(
+        c.store.kind,
+        StoreKind::Redis {
+            url: "redis://:hunter2@redis.internal:6380/2".to_owned()
+        }
+    );
+    assert_eq!(c.store.nonce_ttl, Duration::from_secs(48 * 3600));
+    assert_eq!(c.store.key_prefix, "hg-test");
+    assert_eq!(c.store.memory_max_entries, 5000);
+
+    let names: Vec<&str> = c.sources.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "stripe", "github", "shopify", "slack", "standard", "acme", "plain"
+        ]
+    );
+
+    let stripe = &c.sources[0];
+    assert_eq!(stripe.path, "/webhooks/stripe");
+    assert_eq!(stripe.scheme, Scheme::Stripe);
+    let keys: Vec<&[u8]> = stripe.keys.iter().map(|k| k.expose()).collect();
+    assert_eq!(
+        keys,
+        [&b"whsec_current"[..], b"whsec_previous", b"whsec_from_file"]
+    );
+    assert_eq!(stripe.secret_files, [PathBuf::from("/run/secrets/stripe")]);
+    assert_eq!(stripe.tolerance, Duration::from_secs(600));
+    assert_eq!(
+        stripe.event_types,
+        ["invoice.paid", "customer.subscription.*"]
+    );
+    assert_eq!(stripe.delivery, Delivery::Queue);
+    assert_eq!(
+        stripe.ordering,
+        Some(Ordering {
+            resource: "/data/object/id".to_owned(),
+            version: "/data/object/updated".to_owned(),
+        })
+    );
+    assert!(stripe.accepts_type(Some("customer.subscription.updated")));
+    assert!(!stripe.accepts_type(Some("invoice.created")));
+
+    let github = &c.sources[1];
+    assert_eq!(github.scheme, Scheme::Github);
+    assert_eq!(github.tolerance, Duration::ZERO);
+    assert_eq!(github.delivery, Delivery::Forward);
+    assert!(github.event_types.is_empty());
+    assert_eq!(github.ordering, None);
+    assert!(github.secret_files.is_empty());
+
+    assert_eq!(c.sources[2].scheme, Scheme::Shopify);
+    assert_eq!(c.sources[3].scheme, Scheme::Slack);
+    assert_eq!(c.sources[3].tolerance, Duration::from_secs(300));
+
+    let standard = &c.sources[4];
+    assert_eq!(standard.path, "/");
+    assert_eq!(standard.scheme, Scheme::Standard);
+    // whsec_ stripped and base64 decoded.
+    assert_eq!(standard.keys[0].expose(), b"secret-key");
+
+    let acme = &c.sources[5];
+    assert_eq!(acme.keys[0].expose(), b"acme-key");
+    assert_eq!(acme.secret_files, [PathBuf::from("/run/secrets/acme")]);
+    assert_eq!(acme.tolerance, Duration::from_secs(30));
+    assert_eq!(acme.event_types, ["order.*", "*"]);
+    let Scheme::Generic(g) = &acme.scheme else {
+        panic!("acme should be generic: {:?}", acme.scheme)
+    };
+    assert_eq!(
+        g.signature_header,
+        HeaderName::from_static("x-acme-signature")
+    );
+    assert_eq!(g.signature_prefix.as_deref(), Some("sha256="));
+    assert_eq!(g.encoding, Encoding::Base64);
+    assert_eq!(g.signed_payload, "{id}.{timestamp}.{body}");
+    assert_eq!(
+        g.timestamp_header,
+        Some(HeaderName::from_static("x-acme-timestamp"))
+    );
+    assert_eq!(
+        g.event_id,
+        Some(Locator::Header(HeaderName::from_static("x-acme-delivery")))
+    );
+    assert_eq!(g.event_type, Some(Locator::Pointer("/kind".to_owned())));
+    assert!(acme.scheme.signs_timestamp());
+
+    let plain = &c.sources[6];
+    let Scheme::Generic(g) = &plain.scheme else {
+        panic!("plain should be generic: {:?}", plain.scheme)
+    };
+    assert_eq!(g.signature_prefix, None);
+    assert_eq!(g.encoding, Encoding::Hex);
+    assert_eq!(g.signed_payload, "{body}");
+    assert_eq!(g.timestamp_header, None);
+    assert_eq!(g.event_id, Some(Locator::Pointer("/id".to_owned())));
+    assert_eq!(
+        g.event_type,
+        Some(Locator::Header(HeaderName::from_static("x-plain-type")))
+    );
+    assert_eq!(plain.tolerance, Duration::ZERO);
+    assert!(!plain.scheme.signs_timestamp());
+}
+
+#[test]
+fn defaults() {
+    let c = config(BASE);
+    assert_eq!(c.server.upstream_timeout, Duration::from_secs(10));
+    assert_eq!(c.server.max_body_bytes, 1_048_576);
+    assert_eq!(c.server.unmatched, Unmatched::Reject);
+    assert!(c.server.tls.is_none());
+    assert_eq!(c.admin.listen, "127.0.0.1:9090".parse().expect("addr"));
+    assert_eq!(c.store.kind, StoreKind::Memory);
+    assert_eq!(c.store.nonce_ttl, Duration::from_secs(24 * 3600));
+    assert_eq!(c.store.key_prefix, "hookgate");
+    assert_eq!(c.store.memory_max_entries, 1_000_000);
+    let s = &c.sources[0];
+    assert_eq!(s.delivery, Delivery::Forward);
+    assert!(s.event_types.is_empty());
+    assert_eq!(s.ordering, None);
+
+    let c = config(&BASE.replace("github", "stripe"));
+    assert_eq!(c.sources[0].tolerance, Duration::from_secs(300));
+
+    let generic = with(
+        "[source.generic]\nsignature_header = \"X-Sig\"\nencoding = \"hex\"\n\
+         timestamp_header = \"X-Ts\"\nsigned_payload = \"{timestamp}.{body}\"\n",
+    )
+    .replace("scheme = \"github\"", "scheme = \"generic\"");
+    assert_eq!(
+        config(&generic).sources[0].tolerance,
+        Duration::from_secs(300)
+    );
+}
+
+#[test]
+fn example_config_is_valid() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/config.example.toml");
+    let text = std::fs::read_to_string(path).expect("config.example.toml is readable");
+    let c = match Config::from_toml_str(&text, &SystemSecrets) {
+        Ok(c) => c,
+        Err(e) => panic!("{}", e.display_in(Path::new(path))),
+    };
+    assert_eq!(c.server.listen, "127.0.0.1:8080".parse().expect("addr"));
+    assert_eq!(c.server.upstream, "http://127.0.0.1:3000");
+    assert_eq!(c.admin.listen, "127.0.0.1:9090".parse().expect("addr"));
+    assert_eq!(c.store.kind, StoreKind::Memory);
+    let schemes: Vec<&str> = c.sources.iter().map(|s| s.scheme.name()).collect();
+    assert_eq!(
+        schemes,
+        [
+            "stripe", "github", "shopify", "slack", "standard", "generic"
+        ]
+    );
+    assert!(c.sources.iter().all(|s| s.secret_files.is_empty()));
+
+    // And through `load`, which reads the file itself.
+    let loaded = Config::load(Path::new(path)).expect("load");
+    assert_eq!(loaded.sources.len(), 6);
+}
+
+// ---------------------------------------------------------------------------
+// Rendering and loading
+
+#[test]
+fn display_is_one_line_per_problem() {
+    let e = Error(vec![
+        Problem {
+            line: Some(12),
+            field: "source[stripe].secrets[1]".to_owned(),
+            message: "environment variable STRIPE_PREVIOUS_SECRET is not set".to_owned(),
+        },
+        Problem {
+            line: None,
+            field: "server".to_owned(),
+            message: "missing".to_owned(),
+        },
+        Problem {
+            line: Some(3),
+            field: String::new(),
+            message: "invalid TOML".to_owned(),
+        },
+    ]);
+    assert_eq!(
+        e.to_string(),
+        "line 12: source[stripe].secrets[1]: environment variable STRIPE_PREVIOUS_SECRET is not set\n\
+         server: missing\n\
+         line 3: invalid TOML"
+    );
+    assert_eq!(
+        e.display_in(Path::new("config.toml")).to_string(),
+        "config.toml:12: source[stripe].secrets[1]: environment variable STRIPE_PREVIOUS_SECRET is not set\n\
+         config.toml: server: missing\n\
+         config.toml:3: invalid TOML"
+    );
+}
+
+#[test]
+fn env_secret_problem_renders_like_the_design() {
+    let src = BASE.replace(
+        "secrets = [\"gh-secret\"]",
+        "secrets = [\"whsec_current\",\n  { env = \"STRIPE_PREVIOUS_SECRET\" }]",
+    );
+    let e = parse_with(&src, &MapSecrets::default()).expect_err("unset variable");
+    let line = line_of(&src, "STRIPE_PREVIOUS_SECRET");
+    assert_eq!(
+        e.display_in(Path::new("config.toml")).to_string(),
+        format!(
+            "config.toml:{line}: source[gh].secrets[1]: environment variable \
+             STRIPE_PREVIOUS_SECRET is not set"
+        )
+    );
+}
+
+#[test]
+fn load_reports_an_unreadable_file() {
+    let path = Path::new("/nonexistent/hookgate/config.toml");
+    let e = Config::load(path).expect_err("missing file");
+    assert_eq!(e.0.len(), 1);
+    assert_eq!(e.0[0].line, None);
+    assert_eq!(e.0[0].field, "/nonexistent/hookgate/config.toml");
+    assert!(e.0[0].message.contains("cannot read"), "{e}");
+    // The path is shown once whichever way it is rendered.
+    for text in [e.to_string(), e.display_in(path).to_string()] {
+        assert_eq!(
+            text.matches("/nonexistent/hookgate/config.toml").count(),
+            1,
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn problems_are_sorted_by_line() {
+    let src = r#"
+[server]
+listen = "nope"
+upstream = "ftp://x"
+
+[[source]]
+name = "a"
+path = "b"
+scheme = "nope"
+secrets = []
+"#;
+    let ps = problems(src);
+    let lines: Vec<Option<usize>> = ps.iter().map(|p| p.line).collect();
+    let mut sorted = lines.clone();
+    sorted.sort();
+    assert_eq!(lines, sorted);
+}
+
+// ---------------------------------------------------------------------------
+// Secrets never printed
+
+#[test]
+fn secret_values_never_appear_in_problems() {
+    let src = r#"
+[server]
+listen = "127.0.0.1:8080"
+upstream = "http://127.0.0.1:3000"
+
+[[source]]
+name = "std"
+path = "/std"
+scheme = "standard"
+secrets = ["whsec_TOPSECRET!not-base64", "TOPSECRET-two%%", { env = "STD_SECRET" }]
+
+[[source]]
+name = "bad-shape"
+path = "/bad"
+scheme = "github"
+secrets = "TOPSECRET-not-an-array"
+
+[[source]]
+name = "bad-entry"
+path = "/bad-entry"
+scheme = "github"
+secrets = [{ env = "X", literal = "TOPSECRET-in-table" }, ["TOPSECRET-in-array"], { file = "TOPSECRET-missing-file-is-a-path" }]
+tolerance = "TOPSECRET"
+"#;
+    let secrets = MapSecrets::default().env("STD_SECRET", "TOPSECRET-from-env");
+    let e = parse_with(src, &secrets).expect_err("invalid secrets");
+    has(
+        &e.0,
+        src,
+        "source[std].secrets[0]",
+        "whsec_TOPSECRET",
+        "not whsec_ followed by base64",
+    );
+    has(
+        &e.0,
+        src,
+        "source[std].secrets[1]",
+        "whsec_TOPSECRET",
+        "base64",
+    );
+    has(
+        &e.0,
+        src,
+        "source[std].secrets[2]",
+        "whsec_TOPSECRET",
+        "environment variable STD_SECRET:",
+    );
+    has(
+        &e.0,
+        src,
+        "source[bad-shape].secrets",
+        "TOPSECRET-not-an-array",
+        "must be an array",
+    );
+    has(
+        &e.0,
+        src,
+        "source[bad-entry].secrets[0]",
+        "TOPSECRET-in-table",
+        "must be a string",
+    );
+    has(
+        &e.0,
+        src,
+        "source[bad-entry].secrets[1]",
+        "TOPSECRET-in-table",
+        "must be a string",
+    );
+    // Everything rendered, every way: only the file path (not a secret) and
+    // the tolerance text (not a secret either) may mention the marker.
+    for text in [
+        e.to_string(),
+        e.display_in(Path::new("c.toml")).to_string(),
+        format!("{e:#?}"),
+    ] {
+        for line in text.lines() {
+            let allowed = line.contains("missing-file-is-a-path") || line.contains("tolerance");
+            assert!(
+                allowed || !line.contains("TOPSECRET"),
+                "secret text leaked: {line}"
+            );
+        }
+    }
+}
+
+#[test]
+fn debug_of_a_config_hides_secrets_and_redis_passwords() {
+    let c = config_with(OMNIBUS, &omnibus_secrets());
+    let debug = format!("{c:?}");
+    for secret in [
+        "whsec_current",
+        "whsec_previous",
+        "whsec_from_file",
+        "acme-key",
+        "hunter2",
+    ] {
+        assert!(!debug.contains(secret), "{secret} leaked in Debug");
+    }
+    assert!(debug.contains("[redacted]"));
+    assert!(debug.contains("redis.internal:6380"));
+}
+
+#[test]
+fn redacting_urls() {
+    assert_eq!(
+        redact_url("redis://127.0.0.1:6379"),
+        "redis://127.0.0.1:6379"
+    );
+    assert_eq!(
+        redact_url("redis://:pw@host:6379/0"),
+        "redis://:[redacted]@host:6379/0"
+    );
+    assert_eq!(
+        redact_url("rediss://user:p@ss@host"),
+        "rediss://user:[redacted]@host"
+    );
+    assert_eq!(redact_url("redis://token@host"), "redis://[redacted]@host");
+    assert_eq!(redact_url("redis://host/a@b"), "redis://host/a@b");
+    let kind = StoreKind::RedisCluster {
+        urls: vec![
+            "redis://:pw1@a:7000".to_owned(),
+            "redis://b:7000".to_owned(),
+        ],
+    };
+    let debug = format!("{kind:?}");
+    assert!(!debug.contains("pw1"), "{debug}");
+    assert!(debug.contains("b:7000"), "{debug}");
+}
+
+// ---------------------------------------------------------------------------
+// TOML syntax and unknown keys
+
+#[test]
+fn toml_syntax_errors_carry_their_line() {
+    let src = with("tolerance = \"5m\nnext = 1\n");
+    let ps = problems(&src);
+    has(&ps, &src, "", "tolerance = ", "invalid TOML");
+    let src = "[server]\nlisten = = 1\n[server]\n";
+    let ps = problems(src);
+    has(&ps, src, "", "listen = =", "invalid TOML");
+    assert!(
+        ps.len() >= 2,
+        "every syntax error is reported: {}",
+        show(&ps)
+    );
+}
+
+#[test]
+fn unknown_keys_at_every_level() {
+    let src = r#"
+colour = "blue"
+
+[server]
+listen = "127.0.0.1:8080"
+upstream = "http://127.0.0.1:3000"
+listn = "typo-server"
+
+[server.tls]
+cert = "/c"
+key = "/k"
+chain = "typo-tls"
+
+[admin]
+listen = "127.0.0.1:9090"
+port = 9090
+
+[store]
+ttl = "typo-store"
+
+[[source]]
+name = "acme"
+path = "/acme"
+scheme = "generic"
+secrets = ["x"]
+secret = "typo-source"
+
+[source.ordering]
+resource = "/id"
+version = "/v"
+field = "typo-ordering"
+
+[source.generic]
+signature_header = "X-Sig"
+encoding = "hex"
+event_id = { header = "X-Id" }
+algorithm = "typo-generic"
+event_type = { headr = "typo-locator" }
+"#;
+    let secrets = MapSecrets::default().file("/c", b"c").file("/k", b"k");
+    let ps = problems_with(src, &secrets);
+    has(&ps, src, "colour", "colour", "unknown key `colour`");
+    has(&ps, src, "server.listn", "listn", "unknown key `listn`");
+    has(&ps, src, "server.tls.chain", "chain", "unknown key");
+    has(&ps, src, "admin.port", "port = 9090", "unknown key");
+    has(&ps, src, "store.ttl", "typo-store", "unknown key");
+    has(
+        &ps,
+        src,
+        "source[acme].secret",
+        "typo-source",
+        "unknown key",
+    );
+    has(
+        &ps,
+        src,
+        "source[acme].ordering.field",
+        "typo-ordering",
+        "unknown key",
+    );
+    has(
+        &ps,
+        src,
+        "source[acme].generic.algorithm",
+        "typo-generic",
+        "unknown key",
+    );
+    has(
+        &ps,
+        src,
+        "source[acme].generic.event_type",
+        "typo-locator",
+        "must be { header",
+    );
+    assert_eq!(ps.len(), 9, "{}", show(&ps));
+}
+
+#[test]
+fn unknown_key_in_an_unnamed_source_uses_its_index() {
+    let src = with("\n[[source]]\npath = \"/x\"\nbogus = 1\n");
+    let ps = problems(&src);
+    has(&ps, &src, "source[1].bogus", "bogus", "unknown key");
+    let header = src
+        .rfind("[[source]]")
+        .map(|i| super::raw::line_of(&src, i));
+    assert!(
+        ps.iter()
+            .any(|p| p.field == "source[1].name" && p.line == header),
+        "{}",
+        show(&ps)
+    );
+}
+
+#[test]
+fn wrong_types_are_reported_with_the_rest() {
+    let src = r#"
+[server]
+listen = 8080
+upstream = "http://127.0.0.1:3000"
+max_body_bytes = "big"
+
+[[source]]
+name = "gh"
+path = "/gh"
+scheme = "github"
+secrets = ["x"]
+event_types = ["push", 3]
+
+[[source]]
+name = "gh2"
+path = "/gh/"
+scheme = "github"
+secrets = ["y"]
+"#;
+    let ps = problems(src);
+    has(&ps, src, "server.listen", "listen = 8080", "invalid type");
+    has(&ps, src, "server.max_body_bytes", "\"big\"", "invalid type");
+    has(
+        &ps,
+        src,
+        "source[gh].event_types[1]",
+        "\"push\", 3",
+        "invalid type",
+    );
+    has(&ps, src, "source[gh2].path", "/gh/", "already used");
+    // A refused value is not also reported as missing.
+    assert!(
+        !ps.iter().any(|p| p.message.contains("required")),
+        "{}",
+        show(&ps)
+    );
+}
+
+#[test]
+fn type_errors_name_toml_shapes() {
+    let src = "server = 5\n";
+    let ps = problems(src);
+    has(&ps, src, "server", "server = 5", "expected a table");
+    assert!(!show(&ps).contains("Raw"), "{}", show(&ps));
+    let src = BASE.replace("[server]\n", "[server]\nmax_body_bytes = 1.5\n");
+    only(&src, "server.max_body_bytes", "1.5", "expected an integer");
+    let src = with("ordering = \"/id\"\n");
+    only(&src, "source[gh].ordering", "ordering", "expected a table");
+}
+
+#[test]
+fn single_source_table_instead_of_array() {
+    let src = r#"
+[server]
+listen = "127.0.0.1:8080"
+upstream = "http://127.0.0.1:3000"
+
+[source]
+name = "gh"
+"#;
+    let ps = problems(src);
+    has(&ps, src, "source", "[source]", "write [[source]]");
+    assert_eq!(ps.len(), 1, "{}", show(&ps));
+}
+
+// ---------------------------------------------------------------------------
+// [server] and [admin]
+
+#[test]
+fn server_table_and_required_keys() {
+    only(
+        "[[source]]\nname = \"gh\"\npath = \"/\"\nscheme = \"github\"\nsecrets = [\"x\"]\n",
+        "server",
+        "",
+        "[server] table is missing",
+    );
+    let src = BASE.replace("listen = \"127.0.0.1:8080\"\n", "");
+    only(&src, "server.listen", "[server]", "required");
+    let src = BASE.replace("upstream = \"http://127.0.0.1:3000\"\n", "");
+    only(&src, "server.upstream", "[server]", "required");
+}
+
+#[test]
+fn listen_addresses() {
+    let src = BASE.replace("127.0.0.1:8080", "localhost:8080");
+    only(
+        &src,
+        "server.listen",
+        "localhost:8080",
+        "not an IP address and port",
+    );
+    let src = BASE.replace("127.0.0.1:8080", "0.0.0.0");
+    only(
+        &src,
+        "server.listen",
+        "0.0.0.0",
+        "not an IP address and port",
+    );
+    let src = with("[admin]\nlisten = \"9090\"\n");
+    only(
+        &src,
+        "admin.listen",
+        "\"9090\"",
+        "not an IP address and port",
+    );
+}
+
+#[test]
+fn admin_must_not_share_the_public_port() {
+    let src = with("[admin]\nlisten = \"0.0.0.0:8080\"\n");
+    only(
+        &src,
+        "admin.listen",
+        "0.0.0.0:8080",
+        "clashes with server.listen",
+    );
+    // Port 0 means "any free port": no clash.
+    let src = BASE.replace("127.0.0.1:8080", "127.0.0.1:0") + "[admin]\nlisten = \"127.0.0.1:0\"\n";
+    config(&src);
+}
+
+#[test]
+fn upstream_uri() {
+    for (bad, fragment) in [
+        ("ftp://127.0.0.1:3000", "http:// or https://"),
+        ("/local/path", "http:// or https://"),
+        ("127.0.0.1:3000", "http:// or https://"),
+        ("http://127.0.0.1:3000/api", "has a path or query"),
+        ("http://127.0.0.1:3000/?a=b", "has a path or query"),
+        ("http://exa mple", "is not a URI"),
+        ("http://127.0.0.1:8080", "own listener"),
+        ("http://localhost:8080", "own listener"),
+    ] {
+        let src = BASE.replace("http://127.0.0.1:3000", bad);
+        only(&src, "server.upstream", "upstream =", fragment);
+    }
+    for good in [
+        "https://app:443",
+        "http://app.internal",
+        "http://[::1]:3000/",
+    ] {
+        config(&BASE.replace("http://127.0.0.1:3000", good));
+    }
+}
+
+#[test]
+fn server_durations_and_sizes() {
+    let cases = [
+        (
+            "upstream_timeout = \"10\"",
+            "server.upstream_timeout",
+            "not a duration",
+        ),
+        (
+            "upstream_timeout = \"0s\"",
+            "server.upstream_timeout",
+            "zero",
+        ),
+        (
+            "max_body_bytes = 0",
+            "server.max_body_bytes",
+            "greater than zero",
+        ),
+        (
+            "max_body_bytes = -5",
+            "server.max_body_bytes",
+            "greater than zero",
+        ),
+        (
+            "unmatched = \"drop\"",
+            "server.unmatched",
+            "expected \"reject\" or \"forward\"",
+        ),
+    ];
+    for (line, field, fragment) in cases {
+        let src = BASE.replace("[server]\n", &format!("[server]\n{line}\n"));
+        only(&src, field, line, fragment);
+    }
+}
+
+#[test]
+fn tls_files_must_be_given_and_readable() {
+    let secrets = MapSecrets::default().file("/tls/cert", b"c");
+    let src = BASE.replace(
+        "[[source]]",
+        "[server.tls]\ncert = \"/tls/cert\"\n\n[[source]]",
+    );
+    only_with(&src, &secrets, "server.tls.key", "[server.tls]", "required");
+    let src = BASE.replace(
+        "[[source]]",
+        "[server.tls]\ncert = \"/tls/cert\"\nkey = \"/tls/missing\"\n\n[[source]]",
+    );
+    only_with(
+        &src,
+        &secrets,
+        "server.tls.key",
+        "/tls/missing",
+        "cannot read /tls/missing",
+    );
+}
+
+// ---------------------------------------------------------------------------
+// [store]
+
+#[test]
+fn store_kind_and_urls() {
+    let cases = [
+        (
+            "kind = \"mongo\"",
+            "store.kind",
+            "kind =",
+            "unknown value \"mongo\"",
+        ),
+        ("kind = \"redis\"", "store.url", "[store]", "needs url"),
+        (
+            "kind = \"redis\"\nurl = \"http://r:6379\"",
+            "store.url",
+            "url =",
+            "redis:// or rediss://",
+        ),
+        (
+            "kind = \"redis\"\nurl = \"redis://\"",
+            "store.url",
+            "url =",
+            "not a usable Redis URL",
+        ),
+        (
+            "kind = \"redis\"\nurl = \"redis://r:6379\"\nurls = [\"redis://r:6379\"]",
+            "store.urls",
+            "urls =",
+            "not urls",
+        ),
+        (
+            "kind = \"redis-cluster\"",
+            "store.urls",
+            "[store]",
+            "needs urls",
+        ),
+        (
+            "kind = \"redis-cluster\"\nurls = []",
+            "store.urls",
+            "urls =",
+            "at least one cluster node",
+        ),
+        (
+            "kind = \"redis-cluster\"\nurls = [\"redis://a:7000\",\n  \"valkey://b:7000\"]",
+            "store.urls[1]",
+            "valkey://",
+            "redis:// or rediss://",
+        ),
+        (
+            "kind = \"redis-cluster\"\nurls = [\"redis://a:7000\"]\nurl = \"redis://a:7000\"",
+            "store.url",
+            "url = \"redis",
+            "not url",
+        ),
+        (
+            "url = \"redis://r:6379\"",
+            "store.url",
+            "url =",
+            "memory store takes no url",
+        ),
+        (
+            "urls = [\"redis://r:6379\"]",
+            "store.urls",
+            "urls =",
+            "memory store takes no urls",
+        ),
+        (
+            "nonce_ttl = \"0ms\"",
+            "store.nonce_ttl",
+            "nonce_ttl",
+            "zero",
+        ),
+        (
+            "nonce_ttl = \"a day\"",
+            "store.nonce_ttl",
+            "nonce_ttl",
+            "not a duration",
+        ),
+        (
+            "key_prefix = \"\"",
+            "store.key_prefix",
+            "key_prefix",
+            "is empty",
+        ),
+        (
+            "key_prefix = \"hook gate\"",
+            "store.key_prefix",
+            "key_prefix",
+            "spaces",
+        ),
+        (
+            "key_prefix = \"{hg}\"",
+            "store.key_prefix",
+            "key_prefix",
+            "hash tags",
+        ),
+        (
+            "memory_max_entries = 0",
+            "store.memory_max_entries",
+            "memory_max",
+            "greater than zero",
+        ),
+    ];
+    for (body, field, marker, fragment) in cases {
+        let src = with(&format!("\n[store]\n{body}\n"));
+        only(&src, field, marker, fragment);
+    }
+}
+
+#[test]
+fn redis_url_passwords_stay_out_of_problems() {
+    let src = with("\n[store]\nkind = \"redis\"\nurl = \"redis://:hunter2@0.0.0.0:6379\"\n");
+    let ps = problems(&src);
+    has(&ps, &src, "store.url", "hunter2", "not a usable Redis URL");
+    assert!(!show(&ps).contains("hunter2"), "{}", show(&ps));
+}
+
+#[test]
+fn valid_stores() {
+    let c = config(&with(
+        "\n[store]\nkind = \"redis\"\nurl = \"redis://r:6379\"\n",
+    ));
+    assert_eq!(
+        c.store.kind,
+        StoreKind::Redis {
+            url: "redis://r:6379".to_owned()
+        }
+    );
+    let c = config(&with(
+        "\n[store]\nkind = \"redis-cluster\"\nurls = [\"redis://a:7000\", \"redis://b:7000\"]\n",
+    ));
+    assert_eq!(
+        c.store.kind,
+        StoreKind::RedisCluster {
+            urls: vec!["redis://a:7000".to_owned(), "redis://b:7000".to_owned()]
+        }
+    );
+}
+
+#[test]
+fn queue_delivery_needs_a_durable_store() {
+    let src = with("delivery = \"queue\"\n");
+    only(&src, "source[gh].delivery", "delivery", "memory store");
+    let src = with("delivery = \"queue\"\n[store]\nkind = \"redis\"\nurl = \"redis://r:6379\"\n");
+    assert_eq!(config(&src).sources[0].delivery, Delivery::Queue);
+    let src = with("delivery = \"later\"\n");
+    only(
+        &src,
+        "source[gh].delivery",
+        "delivery",
+        "\"forward\" or \"queue\"",
+    );
+}
+
+// ---------------------------------------------------------------------------
+// [[source]] name and path
+
+#[test]
+fn at_least_one_source() {
+    let src = "[server]\nlisten = \"127.0.0.1:8080\"\nupstream = \"http://127.0.0.1:3000\"\n";
+    only(src, "source", "", "no [[source]] table");
+    let src = format!("source = []\n{src}");
+    only(&src, "source", "source = []", "add at least one");
+}
+
+#[test]
+fn names() {
+    let src = with(
+        "\n[[source]]\nname = \"gh\"\npath = \"/other\"\nscheme = \"github\"\nsecrets = [\"x\"]\n",
+    );
+    let second = src
+        .rfind("name = \"gh\"")
+        .map(|i| super::raw::line_of(&src, i));
+    let ps = problems(&src);
+    assert_eq!(ps.len(), 1, "{}", show(&ps));
+    assert_eq!(ps[0].field, "source[gh].name");
+    assert_eq!(ps[0].line, second);
+    assert!(
+        ps[0].message.contains(&format!(
+            "duplicate source name \"gh\" (first used on line {})",
+            line_of(BASE, "name = \"gh\"")
+        )),
+        "{}",
+        show(&ps)
+    );
+
+    let src = BASE.replace("name = \"gh\"", "name = \"git hub\"");
+    only(
+        &src,
+        "source[git hub].name",
+        "git hub",
+        "not a valid source name",
+    );
+    let src = BASE.replace("name = \"gh\"", "name = \"\"");
+    only(
+        &src,
+        "source[0].name",
+        "name = \"\"",
+        "not a valid source name",
+    );
+    let src = BASE.replace("name = \"gh\"\n", "");
+    only(&src, "source[0].name", "[[source]]", "required");
+}
+
+#[test]
+fn paths() {
+    for (path, fragment) in [
+        ("webhooks/github", "must start with /"),
+        ("", "must start with /"),
+        ("/webhooks?x=1", "without ? or #"),
+        ("/web hooks", "spaces"),
+        ("/webhooks//github", "empty, . or .. segment"),
+        ("/webhooks/../github", "empty, . or .. segment"),
+        ("//", "empty, . or .. segment"),
+    ] {
+        let src = BASE.replace("/webhooks/github", path);
+        only(&src, "source[gh].path", "path =", fragment);
+    }
+    assert_eq!(
+        config(&BASE.replace("/webhooks/github", "/webhooks/github/")).sources[0].path,
+        "/webhooks/github"
+    );
+    assert_eq!(
+        config(&BASE.replace("/webhooks/github", "/")).sources[0].path,
+        "/"
+    );
+}
+
+#[test]
+fn duplicate_paths_after_normalisation() {
+    let src = with(
+        "\n[[source]]\nname = \"gh2\"\npath = \"/webhooks/github/\"\nscheme = \"github\"\nsecrets = [\"x\"]\n",
+    );
+    only(
+        &src,
+        "source[gh2].path",
+        "/webhooks/github/",
+        "(that is, \"/webhooks/github\") is already used by source[gh] on line",
+    );
+    // Nested prefixes are fine: the longest match wins at runtime.
+    config(&with(
+        "\n[[source]]\nname = \"gh2\"\npath = \"/webhooks/github/enterprise\"\nscheme = \"github\"\nsecrets = [\"x\"]\n",
+    ));
+}
+
+// ---------------------------------------------------------------------------
+// scheme, secrets, tolerance
+
+#[test]
+fn schemes() {
+    let src = BASE.replace("scheme = \"github\"", "scheme = \"paypal\"");
+    only(
+        &src,
+        "source[gh].scheme",
+        "paypal",
+        "unknown value \"paypal\"",
+    );
+    let src = BASE.replace("scheme = \"github\"\n", "");
+    only(&src, "source[gh].scheme", "[[source]]", "required");
+}
+
+#[test]
+fn secrets_list() {
+    let src = BASE.replace("secrets = [\"gh-secret\"]\n", "");
+    only(&src, "source[gh].secrets", "[[source]]", "required");
+    let src = BASE.replace("[\"gh-secret\"]", "[]");
+    only(&src, "source[gh].secrets", "secrets", "at least one secret");
+    let src = BASE.replace("[\"gh-secret\"]", "\"gh-secret\"");
+    only(&src, "source[gh].secrets", "secrets", "must be an array");
+    let src = BASE.replace("[\"gh-secret\"]", "[\"\"]");
+    only(&src, "source[gh].secrets[0]", "secrets", "empty string");
+}
+
+#[test]
+fn secret_entry_shapes() {
+    for entry in [
+        "42",
+        "{ env = 1 }",
+        "{ env = \"A\", file = \"/b\" }",
+        "{ path = \"/b\" }",
+        "{}",
+        "[\"a\"]",
+    ] {
+        let src = BASE.replace("\"gh-secret\"", entry);
+        only(
+            &src,
+            "source[gh].secrets[0]",
+            "secrets",
+            "must be a string, { env",
+        );
+    }
+    let src = BASE.replace("\"gh-secret\"", "{ env = \"\" }");
+    only(
+        &src,
+        "source[gh].secrets[0]",
+        "secrets",
+        "needs a variable name",
+    );
+    let src = BASE.replace("\"gh-secret\"", "{ file = \"\" }");
+    only(&src, "source[gh].secrets[0]", "secrets", "needs a path");
+}
+
+#[test]
+fn env_secrets() {
+    let src = BASE.replace(
+        "[\"gh-secret\"]",
+        "[\n  \"current\",\n  { env = \"GH_OLD\" },\n]",
+    );
+    only(
+        &src,
+        "source[gh].secrets[1]",
+        "GH_OLD",
+        "environment variable GH_OLD is not set",
+    );
+    let empty = MapSecrets::default().env("GH_OLD", "");
+    only_with(
+        &src,
+        &empty,
+        "source[gh].secrets[1]",
+        "GH_OLD",
+        "GH_OLD is empty",
+    );
+    let set = MapSecrets::default().env("GH_OLD", "old-secret");
+    let c = config_with(&src, &set);
+    assert_eq!(c.sources[0].keys.len(), 2);
+    assert_eq!(c.sources[0].keys[1].expose(), b"old-secret");
+}
+
+#[test]
+fn file_secrets() {
+    let src = BASE.replace("[\"gh-secret\"]", "[{ file = \"/s/gh\" }]");
+    only(
+        &src,
+        "source[gh].secrets[0]",
+        "/s/gh",
+        "cannot read secret file /s/gh",
+    );
+    let blank = MapSecrets::default().file("/s/gh", b"\r\n");
+    only_with(
+        &src,
+        &blank,
+        "source[gh].secrets[0]",
+        "/s/gh",
+        "secret file /s/gh is empty",
+    );
+    for (bytes, expected) in [
+        (&b"abc\n"[..], &b"abc"[..]),
+        (b"abc\r\n", b"abc"),
+        (b"abc\n\n", b"abc"),
+        (b"abc", b"abc"),
+        (b" abc ", b" abc "),
+    ] {
+        let files = MapSecrets::default().file("/s/gh", bytes);
+        let c = config_with(&src, &files);
+        assert_eq!(c.sources[0].keys[0].expose(), expected);
+        assert_eq!(c.sources[0].secret_files, [PathBuf::from("/s/gh")]);
+    }
+}
+
+#[test]
+fn secrets_are_prepared_for_their_scheme() {
+    let src = BASE
+        .replace("scheme = \"github\"", "scheme = \"standard\"")
+        .replace(
+            "[\"gh-secret\"]",
+            "[\"whsec_c2VjcmV0\", { env = \"STD\" }, \"whsec_\"]",
+        );
+    let secrets = MapSecrets::default().env("STD", "not base64!");
+    let ps = problems_with(&src, &secrets);
+    has(
+        &ps,
+        &src,
+        "source[gh].secrets[1]",
+        "secrets",
+        "environment variable STD: secret is not whsec_ followed by base64",
+    );
+    has(&ps, &src, "source[gh].secrets[2]", "secrets", "empty key");
+    assert_eq!(ps.len(), 2, "{}", show(&ps));
+}
+
+#[test]
+fn tolerance_only_where_a_timestamp_is_signed() {
+    let src = with("tolerance = \"5m\"\n");
+    only(
+        &src,
+        "source[gh].tolerance",
+        "tolerance",
+        "scheme \"github\" signs no timestamp",
+    );
+    let src = BASE.replace("github\"\n", "shopify\"\n") + "tolerance = \"5m\"\n";
+    only(
+        &src,
+        "source[gh].tolerance",
+        "tolerance",
+        "scheme \"shopify\" signs no timestamp",
+    );
+    let stripe = BASE.replace("scheme = \"github\"", "scheme = \"stripe\"");
+    only(
+        &format!("{stripe}tolerance = \"0s\"\n"),
+        "source[gh].tolerance",
+        "tolerance",
+        "zero",
+    );
+    only(
+        &format!("{stripe}tolerance = \"5 minutes please\"\n"),
+        "source[gh].tolerance",
+        "tolerance",
+        "not a duration",
+    );
+    let c = config(&format!("{stripe}tolerance = \"90s\"\n"));
+    assert_eq!(c.sources[0].tolerance, Duration::from_secs(90));
+}
+
+#[test]
+fn nonce_ttl_must_outlast_the_replay_window() {
+    let stripe = BASE.replace("scheme = \"github\"", "scheme = \"stripe\"");
+    let src = format!("{stripe}tolerance = \"1h\"\n[store]\nnonce_ttl = \"90m\"\n");
+    only(
+        &src,
+        "source[gh].tolerance",
+        "tolerance",
+        "at least twice the tolerance",
+    );
+    // Without an explicit tolerance, the store's line is blamed.
+    let src = format!("{stripe}[store]\nnonce_ttl = \"5m\"\n");
+    only(
+        &src,
+        "store.nonce_ttl",
+        "nonce_ttl",
+        "at least twice the tolerance (5m)",
+    );
+    config(&format!(
+        "{stripe}tolerance = \"1h\"\n[store]\nnonce_ttl = \"2h\"\n"
+    ));
+    // Schemes without a timestamp don't care.
+    config(&with("[store]\nnonce_ttl = \"1s\"\n"));
+}
+
+// ---------------------------------------------------------------------------
+// event_types and ordering
+
+#[test]
+fn event_type_patterns() {
+    let src = with("event_types = []\n");
+    only(
+        &src,
+        "source[gh].event_types",
+        "event_types",
+        "leave event_types out",
+    );
+    let src = with("event_types = [\"push\",\n  \"\"]\n");
+    only(&src, "source[gh].event_types[1]", "\"\"]", "empty pattern");
+    let src = with("event_types = [\"push\",\n  \"pull_*_review\"]\n");
+    only(
+        &src,
+        "source[gh].event_types[1]",
+        "pull_*",
+        "only be the last character",
+    );
+    let src = with("event_types = [\"**\"]\n");
+    only(
+        &src,
+        "source[gh].event_types[0]",
+        "**",
+        "only be the last character",
+    );
+    let c = config(&with(
+        "event_types = [\"push\", \"pull_request*\", \"*\"]\n",
+    ));
+    assert_eq!(c.sources[0].event_types, ["push", "pull_request*", "*"]);
+}
+
+#[test]
+fn ordering_pointers() {
+    let src = with("[source.ordering]\nresource = \"/data/id\"\n");
+    only(
+        &src,
+        "source[gh].ordering.version",
+        "[source.ordering]",
+        "required",
+    );
+    let src = with("[source.ordering]\nresource = \"data/id\"\nversion = \"/v\"\n");
+    only(
+        &src,
+        "source[gh].ordering.resource",
+        "data/id",
+        "must start with /",
+    );
+    let src = with("[source.ordering]\nresource = \"/a~2b\"\nversion = \"/v\"\n");
+    only(
+        &src,
+        "source[gh].ordering.resource",
+        "a~2b",
+        "~ must be followed by 0 or 1",
+    );
+    let c = config(&with(
+        "[source.ordering]\nresource = \"/a~1b/c~0d\"\nversion = \"\"\n",
+    ));
+    assert_eq!(
+        c.sources[0].ordering,
+        Some(Ordering {
+            resource: "/a~1b/c~0d".to_owned(),
+            version: String::new()
+        })
+    );
+}
+
+// ---------------------------------------------------------------------------
+// [source.generic]
+
+const GENERIC: &str = r#"
+[server]
+listen = "127.0.0.1:8080"
+upstream = "http://127.0.0.1:3000"
+
+[[source]]
+name = "acme"
+path = "/acme"
+scheme = "generic"
+secrets = ["acme-secret"]
+
+[source.generic]
+signature_header = "X-Sig"
+encoding = "hex"
+"#;
+
+fn generic(extra: &str) -> String {
+    format!("{GENERIC}{extra}")
+}
+
+#[test]
+fn generic_table_only_with_the_generic_scheme() {
+    config(GENERIC);
+    let src = GENERIC.replace("scheme = \"generic\"", "scheme = \"github\"");
+    only(
+        &src,
+        "source[acme].generic",
+        "[source.generic]",
+        "only scheme = \"generic\"",
+    );
+    let src = BASE.replace("scheme = \"github\"", "scheme = \"generic\"");
+    only(
+        &src,
+        "source[gh].generic",
+        "scheme = \"generic\"",
+        "needs a [source.generic] table",
+    );
+}
+
+#[test]
+fn generic_headers_and_encoding() {
+    let src = GENERIC.replace("signature_header = \"X-Sig\"\n", "");
+    only(
+        &src,
+        "source[acme].generic.signature_header",
+        "[source.generic]",
+        "required",
+    );
+    let src = GENERIC.replace("\"X-Sig\"", "\"X Sig\"");
+    only(
+        &src,
+        "source[acme].generic.signature_header",
+        "X Sig",
+        "not a valid HTTP header name",
+    );
+    let src = GENERIC.replace("encoding = \"hex\"\n", "");
+    only(
+        &src,
+        "source[acme].generic.encoding",
+        "[source.generic]",
+        "required",
+    );
+    let src = GENERIC.replace("\"hex\"", "\"base32\"");
+    only(
+        &src,
+        "source[acme].generic.encoding",
+        "base32",
+        "\"hex\" or \"base64\"",
+    );
+    let src = generic("timestamp_header = \"X:Ts\"\nsigned_payload = \"{timestamp}{body}\"\n");
+    only(
+        &src,
+        "source[acme].generic.timestamp_header",
+        "X:Ts",
+        "not a valid HTTP header name",
+    );
+    let src = generic("event_id = { header = \"\" }\n");
+    only(
+        &src,
+        "source[acme].generic.event_id",
+        "event_id",
+        "not a valid HTTP header name",
+    );
+    let src = generic("event_type = { pointer = \"kind\" }\n");
+    only(
+        &src,
+        "source[acme].generic.event_type",
+        "event_type",
+        "must start with /",
+    );
+    let src = generic("event_id = \"X-Id\"\n");
+    only(
+        &src,
+        "source[acme].generic.event_id",
+        "event_id",
+        "must be { header",
+    );
+    let src = generic("event_id = { header = \"X-Id\", pointer = \"/id\" }\n");
+    only(
+        &src,
+        "source[acme].generic.event_id",
+        "event_id",
+        "must be { header",
+    );
+    let c = config(&generic("signature_prefix = \"\"\n"));
+    let Scheme::Generic(g) = &c.sources[0].scheme else {
+        panic!("generic expected")
+    };
+    assert_eq!(g.signature_prefix, None);
+}
+
+#[test]
+fn signed_payload_templates() {
+    for (template, fragment) in [
+        ("{id}.{timestamp}", "must contain {body}"),
+        ("{body}.{body}", "more than once"),
+        (
+            "{ts}.{body}",
+            "uses {ts}; only {id}, {timestamp} and {body}",
+        ),
+        ("{body", "{ without a matching }"),
+        ("body}", "} without a matching {"),
+    ] {
+        let src = generic(&format!("signed_payload = \"{template}\"\n"));
+        only(
+            &src,
+            "source[acme].generic.signed_payload",
+            "signed_payload",
+            fragment,
+        );
+    }
+}
+
+#[test]
+fn timestamp_must_be_signed_to_count() {
+    let src = generic("signed_payload = \"{timestamp}.{body}\"\n");
+    only(
+        &src,
+        "source[acme].generic.signed_payload",
+        "signed_payload",
+        "timestamp_header is not set",
+    );
+    let src = generic("timestamp_header = \"X-Ts\"\n");
+    only(
+        &src,
+        "source[acme].generic.timestamp_header",
+        "X-Ts",
+        "signed_payload has no {timestamp}",
+    );
+    let c = config(&generic(
+        "timestamp_header = \"X-Ts\"\nsigned_payload = \"{timestamp}.{body}\"\n",
+    ));
+    assert!(c.sources[0].scheme.signs_timestamp());
+}
+
+#[test]
+fn signed_id_must_come_from_a_header() {
+    let src = generic("signed_payload = \"{id}.{body}\"\n");
+    only(
+        &src,
+        "source[acme].generic.signed_payload",
+        "signed_payload",
+        "generic.event_id is not set",
+    );
+    let src = generic("signed_payload = \"{id}.{body}\"\nevent_id = { pointer = \"/id\" }\n");
+    only(
+        &src,
+        "source[acme].generic.event_id",
+        "event_id",
+        "needs the id from a header",
+    );
+    config(&generic(
+        "signed_payload = \"{id}.{body}\"\nevent_id = { header = \"X-Id\" }\n",
+    ));
+    // An id read from the body is fine when it is not signed.
+    config(&generic("event_id = { pointer = \"/id\" }\n"));
+}
+
+#[test]
+fn generic_tolerance_and_event_types() {
+    let src = GENERIC.replace(
+        "secrets = [\"acme-secret\"]",
+        "secrets = [\"s\"]\ntolerance = \"5m\"",
+    );
+    only(
+        &src,
+        "source[acme].tolerance",
+        "tolerance",
+        "no generic.timestamp_header",
+    );
+    let src = GENERIC.replace(
+        "secrets = [\"acme-secret\"]",
+        "secrets = [\"s\"]\nevent_types = [\"a\"]",
+    );
+    only(
+        &src,
+        "source[acme].event_types",
+        "event_types",
+        "no generic.event_type",
+    );
+    let src = GENERIC.replace(
+        "secrets = [\"acme-secret\"]",
+        "secrets = [\"s\"]\nevent_types = [\"a\"]",
+    ) + "event_type = { header = \"X-Type\" }\n";
+    assert_eq!(config(&src).sources[0].event_types, ["a"]);
+}
+
+// ---------------------------------------------------------------------------
+// Many mistakes at once
+
+#[test]
+fn every_mistake_is_reported() {
+    let src = r#"
+[server]
+listen = "0.0.0.0:80800"
+upstream = "127.0.0.1:3000"
+upstream_timeout = "soon"
+
+[admin]
+listen = "0.0.0.0:9090"
+
+[store]
+kind = "memory"
+url = "redis://r:6379"
+
+[[source]]
+name = "stripe"
+path = "webhooks/stripe"
+scheme = "stripe"
+secrets = ["whsec_a", { env = "STRIPE_PREVIOUS_SECRET" }, { file = "/run/stripe" }]
+tolerance = "5"
+delivery = "queue"
+
+[[source]]
+name = "stripe"
+path = "/webhooks/gh"
+scheme = "github"
+secrets = []
+tolerance = "5m"
+event_types = ["a*b"]
+
+[[source]]
+path = "/webhooks/gh/"
+scheme = "strype"
+secrets = ["x"]
+
+[source.ordering]
+resource = "id"
+"#;
+    let ps = problems(src);
+    let expected = [
+        ("server.listen", "80800", "not an IP address"),
+        ("server.upstream", "upstream =", "http:// or https://"),
+        ("server.upstream_timeout", "soon", "not a duration"),
+        ("store.url", "url =", "memory store takes no url"),
+        (
+            "source[stripe].path",
+            "webhooks/stripe",
+            "must start with /",
+        ),
+        (
+            "source[stripe].secrets[1]",
+            "STRIPE_PREVIOUS_SECRET",
+            "environment variable STRIPE_PREVIOUS_SECRET is not set",
+        ),
+        (
+            "source[stripe].secrets[2]",
+            "STRIPE_PREVIOUS_SECRET",
+            "cannot read secret file /run/stripe",
+        ),
+        ("source[stripe].tolerance", "\"5\"", "not a duration"),
+        ("source[stripe].delivery", "queue", "memory store"),
+        (
+            "source[stripe].name",
+            "name = \"stripe\"\npath = \"/webhooks/gh\"",
+            "",
+        ),
+        (
+            "source[stripe].secrets",
+            "secrets = []",
+            "at least one secret",
+        ),
+        (
+            "source[stripe].tolerance",
+            "tolerance = \"5m\"",
+            "signs no timestamp",
+        ),
+        ("source[stripe].event_types[0]", "a*b", "last character"),
+        ("source[2].name", "", ""),
+        (
+            "source[2].path",
+            "/webhooks/gh/",
+            "already used by source[stripe]",
+        ),
+        ("source[2].scheme", "strype", "unknown value"),
+        ("source[2].ordering.resource", "\"id\"", "must start with /"),
+        (
+            "source[2].ordering.version",
+            "[source.ordering]",
+            "required",
+        ),
+    ];
+    for (field, marker, fragment) in expected {
+        if marker.contains('\n') {
+            // The second source's name: find the line by its neighbour.
+            let at = src.find(marker).map(|i| super::raw::line_of(src, i));
+            assert!(
+                ps.iter()
+                    .any(|p| p.field == field && p.line == at && p.message.contains("duplicate")),
+                "{field}: {}",
+                show(&ps)
+            );
+        } else if field == "source[2].name" {
+            let line = src.rfind("[[source]]").map(|i| super::raw::line_of(src, i));
+            assert!(
+                ps.iter().any(|p| p.field == field && p.line == line),
+                "{field}: {}",
+                show(&ps)
+            );
+        } else {
+            has(&ps, src, field, marker, fragment);
+        }
+    }
+    assert_eq!(ps.len(), expected.len(), "{}", show(&ps));
+}
