@@ -68,7 +68,7 @@ async fn serve(path: PathBuf) -> ExitCode {
         Ok(config) => config,
         Err(e) => {
             tracing::error!(problems = %e, "config refused");
-            eprintln!("{e}");
+            eprintln!("{}", e.display_in(&path));
             return ExitCode::FAILURE;
         }
     };
@@ -161,7 +161,7 @@ fn check(path: &Path) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("{e}");
+            eprintln!("{}", e.display_in(path));
             ExitCode::FAILURE
         }
     }
@@ -177,7 +177,7 @@ fn sign(
     let config = match Config::load(path) {
         Ok(config) => config,
         Err(e) => {
-            eprintln!("{e}");
+            eprintln!("{}", e.display_in(path));
             return ExitCode::FAILURE;
         }
     };
