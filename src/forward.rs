@@ -113,6 +113,9 @@ impl Forwarder {
                 .map_err(|e| Error::Unavailable(format!("reading the app's response: {e}")))?
                 .to_bytes();
             strip_hop_by_hop(&mut parts.headers);
+            // The app's HTTP version is its own connection's business; the
+            // sender's connection keeps the version it spoke.
+            parts.version = http::Version::default();
             Ok(Response::from_parts(parts, Full::new(body)))
         };
         match tokio::time::timeout(timeout, exchange).await {
