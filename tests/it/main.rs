@@ -25,3 +25,4 @@ mod redis_store;
 mod schemes;
 mod shutdown;
 mod store;
+mod harness_check;

@@ -429,8 +429,10 @@ encoding = "base64"
         ]
     }
 
+    /// Renames the source; its path becomes `/webhooks/{name}`.
     pub fn named(mut self, name: &str) -> SourceSpec {
         self.name = name.to_owned();
+        self.path = format!("/webhooks/{name}");
         self
     }
 
