@@ -9,7 +9,8 @@
 //! - `redis_store`: Redis going away and coming back, the key layout, cluster.
 //! - `store`: the store backends against a real Redis.
 //! - `admin`: `/healthz`, `/readyz`, `/metrics`.
-//! - `cli`: `check` and `sign`.
+//! - `cli`: `check`, `sign`, `run` with `$HOOKGATE_CONFIG`.
+//! - `reload`: SIGHUP, refused configs, rotated secret files.
 //! - `logs`: request log lines, secrets never printed.
 //! - `shutdown`: SIGTERM / SIGINT drain.
 
@@ -22,7 +23,7 @@ mod forwarding;
 mod logs;
 mod pipeline;
 mod redis_store;
+mod reload;
 mod schemes;
 mod shutdown;
 mod store;
-mod harness_check;

@@ -548,3 +548,68 @@ async fn a_slow_app_is_504_and_the_retry_is_forwarded() {
         .assert_duplicate("evt_app_slow");
     assert_eq!(upstream.count(), 2);
 }
+
+/// A Stripe event about `resource` at `version` (an integer or an RFC 3339 time).
+fn versioned(id: &str, resource: &str, version: serde_json::Value) -> Event {
+    Event::json(
+        id,
+        Some("customer.updated"),
+        json!({
+            "id": id,
+            "type": "customer.updated",
+            "data": { "object": { "id": resource, "version": version } },
+        }),
+    )
+}
+
+#[tokio::test]
+async fn an_event_older_than_the_accepted_version_is_200_stale_version() {
+    let upstream = Upstream::start().await;
+    let stripe = SourceSpec::stripe().ordering("/data/object/id", "/data/object/version");
+    let gate = ConfigBuilder::new(&upstream.url())
+        .source(stripe.clone())
+        .start()
+        .await;
+    let stale = json!({ "ignored": "stale_version" });
+
+    gate.send(&stripe, &versioned("evt_v2", "cus_1", json!(2)))
+        .await
+        .assert_app_ok();
+    gate.send(&stripe, &versioned("evt_v1", "cus_1", json!(1)))
+        .await
+        .assert_json(200, stale.clone());
+    gate.send(&stripe, &versioned("evt_v3", "cus_1", json!(3)))
+        .await
+        .assert_app_ok();
+    // Versions are per resource.
+    gate.send(&stripe, &versioned("evt_other_v1", "cus_2", json!(1)))
+        .await
+        .assert_app_ok();
+    assert_eq!(upstream.count(), 3);
+
+    // Only a version the app accepted counts: a refused v5 does not make v4 stale.
+    upstream.set_reply(Reply::status(500));
+    let resp = gate
+        .send(&stripe, &versioned("evt_v5", "cus_1", json!(5)))
+        .await;
+    assert_eq!(resp.status, 500);
+    upstream.set_reply(Reply::default());
+    gate.send(&stripe, &versioned("evt_v4", "cus_1", json!(4)))
+        .await
+        .assert_app_ok();
+
+    // RFC 3339 times order the same way.
+    gate.send(
+        &stripe,
+        &versioned("evt_t10", "cus_time", json!("2024-05-01T10:00:00Z")),
+    )
+    .await
+    .assert_app_ok();
+    gate.send(
+        &stripe,
+        &versioned("evt_t09", "cus_time", json!("2024-05-01T09:00:00Z")),
+    )
+    .await
+    .assert_json(200, stale);
+    assert_eq!(upstream.count(), 6);
+}

@@ -188,6 +188,15 @@ impl Hookgate {
         &self.config_path
     }
 
+    /// Replaces the config file's contents in one step (write aside, rename
+    /// over), so a reader never sees half a file.
+    pub fn rewrite_config(&mut self, config: &str) {
+        let aside = self.config_path.with_extension("toml.new");
+        std::fs::write(&aside, config).expect("write new config");
+        std::fs::rename(&aside, &self.config_path).expect("replace config");
+        self.config = config.to_owned();
+    }
+
     /// POSTs `body` with `headers` to `path` on the public listener.
     pub async fn post(
         &self,

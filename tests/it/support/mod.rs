@@ -451,6 +451,16 @@ encoding = "base64"
         self
     }
 
+    /// Adds a `[source.ordering]` version gate (JSON pointers into the body).
+    pub fn ordering(mut self, resource: &str, version: &str) -> SourceSpec {
+        self.extra_toml += &format!(
+            "\n[source.ordering]\nresource = {}\nversion = {}\n",
+            toml_str(resource),
+            toml_str(version)
+        );
+        self
+    }
+
     /// Replaces `secrets`; `values[i]` is what entry `i` resolves to.
     pub fn secrets(mut self, specs: Vec<SecretSpec>, values: &[&str]) -> SourceSpec {
         assert_eq!(specs.len(), values.len(), "one value per secret entry");
