@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""Turns bench/run.sh's raw results into the table it prints and the generated
+part of docs/performance.md (between the run.sh markers; the rest of the file
+is left as written)."""
+
+import argparse
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+
+BEGIN = "<!-- run.sh:begin -->"
+END = "<!-- run.sh:end -->"
+TARGETS = ["direct", "nginx", "hg-mem", "hg-redis"]
+LABEL = {
+    "direct": "app direct",
+    "nginx": "nginx proxy",
+    "hg-mem": "hookgate + memory",
+    "hg-redis": "hookgate + Redis",
+}
+
+
+def kv(text):
+    return {k: v for k, v in re.findall(r"([a-z_0-9]+)=([^\s]+)", text)}
+
+
+def load_results(path):
+    runs = []
+    with open(path) as f:
+        for line in f:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) < 4:
+                continue
+            rnd, mode, target, result = parts[:4]
+            before = kv(parts[4]) if len(parts) > 4 else {}
+            after = kv(parts[5]) if len(parts) > 5 else {}
+            r = {k: int(v) for k, v in kv(result).items()}
+            r.update(round=int(rnd), mode=mode, target=target)
+            r["rps"] = r["requests"] / (r["duration_us"] / 1e6)
+            delta = {}
+            for k, v in after.items():
+                delta[k] = int(float(v)) - int(float(before.get(k, 0)))
+            r["outcomes"] = delta
+            runs.append(r)
+    return runs
+
+
+def med(values):
+    return statistics.median(values) if values else float("nan")
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def version(cmd):
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=5)
+        text = (out.stdout + out.stderr).strip().splitlines()
+        return text[0] if text else "?"
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+
+
+def fmt_ms(us):
+    return "%.2f ms" % (us / 1000.0)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--results", required=True)
+    p.add_argument("--memory", required=True)
+    p.add_argument("--rounds", type=int, required=True)
+    p.add_argument("--duration", type=int, required=True)
+    p.add_argument("--conns", type=int, required=True)
+    p.add_argument("--body", type=int, required=True)
+    p.add_argument("--scheme", required=True)
+    p.add_argument("--pool", type=int, required=True)
+    p.add_argument("--load-before", required=True)
+    p.add_argument("--load-after", required=True)
+    p.add_argument("--started", required=True)
+    p.add_argument("--redis-rss", type=int, default=0)
+    p.add_argument("--commit", default="unknown")
+    p.add_argument("--docs")
+    a = p.parse_args()
+
+    runs = load_results(a.results)
+    problems = []
+    by = {}
+    for r in runs:
+        by.setdefault((r["mode"], r["target"]), []).append(r)
+        if r["target"].startswith("hg-"):
+            want = "forwarded" if r["mode"] == "fresh" else "duplicate"
+            got = r["outcomes"].get(want, 0)
+            if r["requests"] and got < 0.999 * r["requests"]:
+                problems.append(
+                    "round %d %s %s: %d of %d requests were %s (outcomes %s)"
+                    % (r["round"], r["mode"], r["target"], got, r["requests"], want, r["outcomes"])
+                )
+        if r.get("wrapped", 0) and r["mode"] == "fresh":
+            problems.append(
+                "round %d fresh %s: the pool ran out and wrapped; raise POOL" % (r["round"], r["target"])
+            )
+        errs = sum(r.get(k, 0) for k in ("err_connect", "err_read", "err_write", "err_status", "err_timeout"))
+        if errs:
+            problems.append("round %d %s %s: %d errors %s" % (
+                r["round"], r["mode"], r["target"], errs,
+                {k: r[k] for k in r if k.startswith("err_") and r[k]}))
+
+    def ratio(mode, target, ref_mode, ref_target, key="rps"):
+        """Median over rounds of the per-round ratio (both taken under the same load)."""
+        values = []
+        for r in by.get((mode, target), []):
+            ref = [x for x in by.get((ref_mode, ref_target), []) if x["round"] == r["round"]]
+            if ref and ref[0][key]:
+                values.append(r[key] / ref[0][key])
+        return med(values)
+
+    rows = []
+    header = ("| load | target | req/s | p50 | p99 | RSS after | vs nginx proxy | vs app direct |\n"
+              "|---|---|---:|---:|---:|---:|---:|---:|")
+    for mode in ("fresh", "dup"):
+        for t in TARGETS:
+            rs = by.get((mode, t), [])
+            if not rs:
+                continue
+            rps = med([r["rps"] for r in rs])
+            p50 = med([r["p50_us"] for r in rs])
+            p99 = med([r["p99_us"] for r in rs])
+            rss = med([r["rss_kib"] for r in rs])
+            vs_nginx = ratio(mode, t, "fresh", "nginx")
+            vs_direct = ratio(mode, t, "fresh", "direct")
+            rows.append("| %s | %s | %s | %s | %s | %.1f MiB | %.2f× | %.2f× |" % (
+                "fresh events" if mode == "fresh" else "duplicate storm", LABEL[t],
+                "{:,.0f}".format(rps), fmt_ms(p50), fmt_ms(p99), rss / 1024.0, vs_nginx, vs_direct))
+    per_round = []
+    for mode in ("fresh", "dup"):
+        for t in TARGETS:
+            vals = ["{:,.0f}".format(r["rps"]) for r in sorted(by.get((mode, t), []), key=lambda r: r["round"])]
+            if vals:
+                per_round.append("| %s | %s | %s |" % (mode, LABEL[t], " / ".join(vals)))
+
+    # Targets of issue 6 that the load run can decide.
+    checks = []
+    def check(name, value, ok, shown):
+        checks.append("| %s | %s | %s |" % (name, shown, "met" if ok else "**missed**"))
+    r_redis = ratio("fresh", "hg-redis", "fresh", "nginx")
+    check("hookgate+Redis throughput ≥ 1.0× nginx proxy", r_redis, r_redis >= 1.0, "%.2f×" % r_redis)
+    p99_redis = ratio("fresh", "hg-redis", "fresh", "nginx", key="p99_us")
+    check("hookgate+Redis p99 ≤ 1.2× nginx proxy", p99_redis, p99_redis <= 1.2, "%.2f×" % p99_redis)
+    r_mem = ratio("fresh", "hg-mem", "fresh", "nginx")
+    check("hookgate+memory throughput ≥ 1.2× nginx proxy", r_mem, r_mem >= 1.2, "%.2f×" % r_mem)
+    for t in ("hg-mem", "hg-redis"):
+        r_dup = ratio("dup", t, "fresh", "nginx")
+        check("duplicate storm (%s) ≥ 2× nginx proxy" % LABEL[t], r_dup, r_dup >= 2.0, "%.2f×" % r_dup)
+
+    mem_lines = []
+    mem = {}
+    if os.path.exists(a.memory):
+        with open(a.memory) as f:
+            for line in f:
+                parts = line.rstrip("\n").split("\t")
+                mem.setdefault(parts[0], []).append(parts[1:])
+    if mem:
+        mem_lines.append("| state | hookgate RSS | cost |")
+        mem_lines.append("|---|---:|---:|")
+        idle = int(mem["idle"][0][1]) if "idle" in mem else 0
+        if idle:
+            mem_lines.append("| idle (memory store, just started) | %.1f MiB | |" % (idle / 1024.0))
+            check("RSS idle ≤ 20 MiB", idle, idle <= 20 * 1024, "%.1f MiB" % (idle / 1024.0))
+        per_conn = []
+        for n, before, after, alive in mem.get("conns", []):
+            n, before, after, alive = int(n), int(before), int(after), int(alive)
+            cost = (after - before) * 1024.0 / max(alive, 1)
+            per_conn.append(cost)
+            mem_lines.append("| %s idle keep-alive connections | %.1f MiB | %.1f KiB per connection |" % (
+                "{:,}".format(alive), after / 1024.0, cost / 1024.0))
+        if per_conn:
+            worst = max(per_conn)
+            check("≤ 16 KiB per idle connection", worst, worst <= 16 * 1024, "%.1f KiB" % (worst / 1024.0))
+        for n, before, after, *rest in mem.get("nonces", []):
+            stored = kv(rest[0]).get("forwarded", "0") if rest else "0"
+            stored = int(float(stored))
+            cost = (int(after) - int(before)) * 1024.0 / max(stored, 1)
+            mem_lines.append("| memory store holding %s nonces | %.1f MiB | %.0f bytes per nonce |" % (
+                "{:,}".format(stored), int(after) / 1024.0, cost))
+            check("≤ 150 bytes per memory-store nonce", cost, cost <= 150, "%.0f B" % cost)
+            if stored < 0.99 * int(n):
+                problems.append("nonce phase stored %d of %s" % (stored, n))
+
+    machine = "%s × %s, %s, Linux %s" % (
+        os.cpu_count(), cpu_model(), "%.0f GiB" % (os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30),
+        platform.release())
+    tools = "; ".join([version(["nginx", "-v"]), version(["wrk", "-v"]).split(" Copyright")[0],
+                       version(["redis-server", "--version"]).split(" sha=")[0]])
+    out = []
+    out.append("Generated by `bash bench/run.sh` on %s (commit %s)." % (a.started, a.commit))
+    out.append("")
+    out.append("- Machine: %s. Tools: %s." % (machine, tools))
+    out.append("- Load average (1/5/15 min) before: %s, after: %s — the machine was shared." % (a.load_before, a.load_after))
+    out.append("- Servers pinned to CPU 0 (app stand-in, nginx proxy, redis-server, hookgate), "
+               "wrk pinned to CPU 1 (one thread, %d connections, %d s per measurement)." % (a.conns, a.duration))
+    out.append("- Fresh events: a pool of %s distinct signed `%s` events, %d-byte JSON bodies, none sent twice "
+               "(each run's hookgate outcome counters are checked: every request `forwarded`). "
+               "Duplicate storm: one delivered event sent again and again (every request `duplicate`)."
+               % ("{:,}".format(a.pool), a.scheme, a.body))
+    out.append("- %d interleaved rounds; each cell is the median of the rounds; each ratio is the median of "
+               "the per-round ratios (numerator and reference from the same round). Ratios of the duplicate "
+               "storm are against the nginx proxy's **fresh-event** numbers." % a.rounds)
+    out.append("")
+    out.extend([header] + rows)
+    out.append("")
+    out.append("Per round (req/s):")
+    out.append("")
+    out.append("| load | target | rounds |")
+    out.append("|---|---|---|")
+    out.extend(per_round)
+    out.append("")
+    if a.redis_rss:
+        out.append("redis-server RSS after the rounds: %.1f MiB." % (a.redis_rss / 1024.0))
+        out.append("")
+    if mem_lines:
+        out.append("Memory (hookgate with the memory store):")
+        out.append("")
+        out.extend(mem_lines)
+        out.append("")
+    out.append("| target (issue 6) | measured | |")
+    out.append("|---|---:|---|")
+    out.extend(checks)
+    if problems:
+        out.append("")
+        out.append("Problems seen in this run:")
+        out.append("")
+        out.extend("- " + p for p in problems)
+    text = "\n".join(out) + "\n"
+    print()
+    print(text)
+
+    if a.docs:
+        try:
+            with open(a.docs) as f:
+                doc = f.read()
+        except FileNotFoundError:
+            doc = "# Performance\n\n%s\n%s\n" % (BEGIN, END)
+        if BEGIN not in doc or END not in doc:
+            doc = doc.rstrip("\n") + "\n\n%s\n%s\n" % (BEGIN, END)
+        head, rest = doc.split(BEGIN, 1)
+        _, tail = rest.split(END, 1)
+        with open(a.docs, "w") as f:
+            f.write(head + BEGIN + "\n" + text + END + tail)
+        print("wrote", a.docs)
+    if problems:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
