@@ -1,0 +1,206 @@
+//! Micro-benchmarks (divan): each scheme's `verify` on 1 KiB and 64 KiB
+//! bodies next to the raw HMAC-SHA256 of the same bytes with the same crates,
+//! the event id handling the pipeline adds, and the memory store's verbs.
+//!
+//!     cargo bench --bench micro
+//!
+//! `verify` = header parsing + HMAC + constant-time compare + the event id and
+//! type (from headers or the JSON body), so `verify_*` minus `hmac_sha256`
+//! is everything a scheme adds to the unavoidable MAC.
+
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use divan::{Bencher, black_box};
+use hmac::{Hmac, KeyInit, Mac};
+use hookgate::config::secret::Secret;
+use hookgate::scheme::{Encoding, Generic, Locator, Scheme};
+use hookgate::store::memory::MemoryStore;
+use http::{HeaderMap, HeaderName, HeaderValue};
+use sha2::Sha256;
+
+const SIZES: [usize; 2] = [1024, 64 * 1024];
+const NOW: i64 = 1_700_000_000;
+const TOLERANCE: Duration = Duration::from_secs(300);
+
+fn main() {
+    divan::main();
+}
+
+/// A JSON body of exactly `size` bytes carrying every field some scheme reads.
+fn body(size: usize) -> Vec<u8> {
+    let head = r#"{"id":"evt_1NG8Du2eZvKYlo2CRkSbt4FG","type":"invoice.paid","event_id":"Ev0PV52K25","event":{"type":"message"},"kind":"order.created","data":{"object":{"note":""#;
+    let tail = r#""}}}"#;
+    let mut out = head.as_bytes().to_vec();
+    out.resize(size - tail.len(), b'x');
+    out.extend_from_slice(tail.as_bytes());
+    out
+}
+
+fn generic() -> Scheme {
+    Scheme::Generic(Box::new(Generic {
+        signature_header: HeaderName::from_static("x-acme-signature"),
+        signature_prefix: Some("sha256=".to_owned()),
+        encoding: Encoding::Hex,
+        signed_payload: "{id}.{timestamp}.{body}".to_owned(),
+        timestamp_header: Some(HeaderName::from_static("x-acme-timestamp")),
+        event_id: Some(Locator::Header(HeaderName::from_static("x-acme-delivery"))),
+        event_type: Some(Locator::Pointer("/kind".to_owned())),
+    }))
+}
+
+fn scheme(name: &str) -> Scheme {
+    match name {
+        "stripe" => Scheme::Stripe,
+        "github" => Scheme::Github,
+        "shopify" => Scheme::Shopify,
+        "slack" => Scheme::Slack,
+        "standard" => Scheme::Standard,
+        _ => generic(),
+    }
+}
+
+/// The key as the scheme uses it, the headers `sign` makes, and the body.
+fn signed_request(name: &str, size: usize) -> (Scheme, Vec<Secret>, HeaderMap, Vec<u8>) {
+    let scheme = scheme(name);
+    let configured = if name == "standard" {
+        Secret::new(b"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".to_vec())
+    } else {
+        Secret::new(b"whsec_bench_secret_0123456789".to_vec())
+    };
+    let key = scheme
+        .prepare_key(&configured)
+        .unwrap_or_else(|e| panic!("bench key for {name}: {e}"));
+    let body = body(size);
+    let mut headers = HeaderMap::new();
+    for (n, v) in scheme.sign(&key, &body, Some("evt_bench_1"), NOW) {
+        let n = HeaderName::from_bytes(n.as_bytes()).expect("sign makes valid names");
+        let v = HeaderValue::from_str(&v).expect("sign makes valid values");
+        headers.insert(n, v);
+    }
+    (scheme, vec![key], headers, body)
+}
+
+fn bench_verify(b: Bencher, name: &str, size: usize) {
+    let (scheme, keys, headers, body) = signed_request(name, size);
+    assert!(scheme.verify(&keys, TOLERANCE, &headers, &body, NOW).is_ok());
+    b.counter(divan::counter::BytesCount::new(size))
+        .bench_local(|| {
+            scheme.verify(
+                black_box(&keys),
+                TOLERANCE,
+                black_box(&headers),
+                black_box(&body),
+                NOW,
+            )
+        });
+}
+
+/// The floor: HMAC-SHA256 of the same bytes with the same `hmac` and `sha2`
+/// crates, key setup included (as every verify does it).
+#[divan::bench(args = SIZES)]
+fn hmac_sha256(b: Bencher, size: usize) {
+    let key = b"whsec_bench_secret_0123456789";
+    let body = body(size);
+    b.counter(divan::counter::BytesCount::new(size))
+        .bench_local(|| {
+            let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(black_box(key))
+                .expect("HMAC takes any key length");
+            mac.update(black_box(&body));
+            mac.finalize().into_bytes()
+        });
+}
+
+#[divan::bench(args = SIZES)]
+fn verify_stripe(b: Bencher, size: usize) {
+    bench_verify(b, "stripe", size);
+}
+
+#[divan::bench(args = SIZES)]
+fn verify_github(b: Bencher, size: usize) {
+    bench_verify(b, "github", size);
+}
+
+#[divan::bench(args = SIZES)]
+fn verify_shopify(b: Bencher, size: usize) {
+    bench_verify(b, "shopify", size);
+}
+
+#[divan::bench(args = SIZES)]
+fn verify_slack(b: Bencher, size: usize) {
+    bench_verify(b, "slack", size);
+}
+
+#[divan::bench(args = SIZES)]
+fn verify_standard(b: Bencher, size: usize) {
+    bench_verify(b, "standard", size);
+}
+
+#[divan::bench(args = SIZES)]
+fn verify_generic(b: Bencher, size: usize) {
+    bench_verify(b, "generic", size);
+}
+
+/// What the pipeline does with an id once verified: bound it, then key it.
+#[divan::bench]
+fn event_id_to_nonce_key() -> String {
+    let id = hookgate::pipeline::key_safe_id(black_box("evt_1NG8Du2eZvKYlo2CRkSbt4FG"));
+    hookgate::pipeline::nonce_key("hookgate", "stripe", &id)
+}
+
+/// Polls a future that never waits (the memory store's verbs) to completion.
+fn now<F: Future>(future: F) -> F::Output {
+    let mut future = pin!(future);
+    match future.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(out) => out,
+        Poll::Pending => panic!("the memory store never waits"),
+    }
+}
+
+mod memory_store {
+    use super::*;
+
+    const LEASE: Duration = Duration::from_secs(15);
+    const TTL: Duration = Duration::from_secs(24 * 3600);
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a current-thread runtime")
+    }
+
+    /// A fresh id: claim (the lease), then commit (done), as a forwarded event does.
+    #[divan::bench]
+    fn claim_then_commit(b: Bencher) {
+        let rt = runtime();
+        let _enter = rt.enter();
+        let store = MemoryStore::new(usize::MAX);
+        let mut n = 0u64;
+        b.with_inputs(|| {
+            n += 1;
+            format!("hookgate:nonce:stripe:evt_{n:020}")
+        })
+        .bench_local_values(|key| {
+            let token = "0123456789abcdef0123456789abcdef";
+            let claim = now(store.claim(&key, token, LEASE));
+            let commit = now(store.commit(&key, token, TTL));
+            (claim.is_ok(), commit.is_ok())
+        });
+    }
+
+    /// A duplicate: claim on an id already done.
+    #[divan::bench]
+    fn claim_duplicate(b: Bencher) {
+        let rt = runtime();
+        let _enter = rt.enter();
+        let store = MemoryStore::new(usize::MAX);
+        let key = "hookgate:nonce:stripe:evt_dup";
+        let token = "0123456789abcdef0123456789abcdef";
+        assert!(now(store.claim(key, token, LEASE)).is_ok());
+        assert!(now(store.commit(key, token, TTL)).is_ok());
+        b.bench_local(|| now(store.claim(black_box(key), token, LEASE)).is_ok());
+    }
+}
