@@ -114,7 +114,10 @@ impl Outcome {
             Outcome::Ignored => r#"{"ignored":true}"#.to_owned(),
             Outcome::StaleVersion => r#"{"ignored":"stale_version"}"#.to_owned(),
             Outcome::Duplicate { event_id } => {
-                format!(r#"{{"duplicate":true,"event_id":{}}}"#, json_string(event_id))
+                format!(
+                    r#"{{"duplicate":true,"event_id":{}}}"#,
+                    json_string(event_id)
+                )
             }
             Outcome::Queued { event_id } => {
                 format!(r#"{{"queued":true,"event_id":{}}}"#, json_string(event_id))
