@@ -1,4 +1,8 @@
 mod support {
     pub mod redis;
 }
+mod delivery_kit;
+mod dlq;
+mod ordering;
+mod queue;
 mod store;
