@@ -71,6 +71,8 @@ const ORDER_WAIT: Duration = Duration::from_secs(1);
 const PROMOTE_BATCH: usize = 100;
 /// The longest `Retry-After` honoured; a larger one is cut to this.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3600);
+/// How long a worker waits after a failed round (Redis down) before the next.
+const ERROR_BACKOFF: Duration = Duration::from_secs(1);
 /// How often the supervisor looks for queue sources added by a reload.
 const SUPERVISE_EVERY: Duration = Duration::from_secs(2);
 
@@ -618,6 +620,7 @@ async fn worker(
             Ok(())
         }
         .await;
+        let pause = if round.is_err() { ERROR_BACKOFF } else { POLL };
         if let Err(e) = round {
             state.metrics.store_errors.inc();
             if e.to_string().contains("NOGROUP") {
@@ -631,7 +634,7 @@ async fn worker(
         }
         tokio::select! {
             _ = shutdown.cancelled() => break,
-            _ = tokio::time::sleep(POLL) => {}
+            _ = tokio::time::sleep(pause) => {}
             Some(_) = in_flight.join_next(), if !in_flight.is_empty() => {}
         }
     }

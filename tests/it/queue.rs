@@ -277,3 +277,41 @@ impl Drop for Binary {
         self.kill();
     }
 }
+
+/// Redis down: the event is not acknowledged (503, so the sender retries) and
+/// its nonce is not left behind. Redis back (empty): the retry is queued, the
+/// workers make their group again, and the event is delivered.
+#[tokio::test]
+async fn no_acknowledgement_without_a_durable_enqueue() {
+    let mut redis = RedisServer::start();
+    let app = App::start().await;
+    let gate = Gate::start(&config(&app, &redis.url(), &source("q", FAST))).await;
+    assert_eq!(gate.send("q", "before", "{}").await.status, 200);
+    app.wait_for("before", 1).await;
+
+    redis.stop();
+    let answer = gate.send("q", "o1", r#"{"o":1}"#).await;
+    assert_eq!(answer.status, 503);
+    assert_eq!(answer.json(), json!({"error": "store_unavailable"}));
+    assert!(answer.headers.contains_key("retry-after"));
+
+    redis.restart();
+    let answer = eventually_async_send(&gate).await;
+    assert_eq!(answer.json(), json!({"queued": true, "event_id": "o1"}));
+    let seen = app.wait_for("o1", 1).await;
+    assert_eq!(seen[0].status, 200);
+    gate.stop().await;
+}
+
+/// The sender's retry after Redis came back (the store reconnects in the
+/// background, so the first tries may still fail).
+async fn eventually_async_send(gate: &Gate) -> crate::delivery_kit::Answer {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let answer = gate.send("q", "o1", r#"{"o":1}"#).await;
+        if answer.status == 200 || std::time::Instant::now() > deadline {
+            return answer;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
