@@ -24,6 +24,8 @@ mod logs;
 mod pipeline;
 mod redis_store;
 mod reload;
+mod rotation;
 mod schemes;
 mod shutdown;
 mod store;
+mod tls;
