@@ -176,6 +176,9 @@ urls = {{ include "hookgate.tomlValue" .Values.store.urls }}
 {{- end }}
 nonce_ttl = {{ .Values.store.nonceTtl | toString | toJson }}
 key_prefix = {{ .Values.store.keyPrefix | toJson }}
+{{- if eq .Values.store.kind "memory" }}
+memory_max_entries = {{ int64 .Values.store.memoryMaxEntries }}
+{{- end }}
 {{- range $i, $src := .Values.sources }}
 {{- $name := required (printf "sources[%d] needs a name" $i) $src.name }}
 
