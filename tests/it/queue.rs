@@ -324,3 +324,31 @@ async fn eventually_async_send(gate: &Gate) -> crate::delivery_kit::Answer {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// The same on a three-master Redis Cluster: each source's stream and
+/// delayed set share a slot (hash tag), so the scripts run there too.
+#[tokio::test]
+async fn queue_delivery_on_a_redis_cluster() {
+    let cluster = crate::support::redis::RedisCluster::start(3);
+    let app = App::start().await;
+    let urls: Vec<String> = cluster.urls().iter().map(|u| format!("\"{u}\"")).collect();
+    let sources = format!(
+        "{}{}",
+        source("q", FAST),
+        source("p", "delivery = \"queue\"\nretry_schedule = [\"100ms\"]\n")
+    );
+    let toml = config(&app, "unused", &sources).replace(
+        "kind = \"redis\"\nurl = \"unused\"",
+        &format!("kind = \"redis-cluster\"\nurls = [{}]", urls.join(", ")),
+    );
+    let gate = Gate::start(&toml).await;
+
+    app.then_answer(&[500]);
+    assert_eq!(gate.send("q", "c1", r#"{"c":1}"#).await.status, 200);
+    app.wait_for("c1", 1).await;
+    assert_eq!(gate.send("p", "c2", r#"{"c":2}"#).await.status, 200);
+    let seen = app.wait_for("c1", 2).await;
+    assert_eq!(seen.last().map(|s| s.status), Some(200));
+    app.wait_for("c2", 1).await;
+    gate.stop().await;
+}
