@@ -112,6 +112,8 @@ pub struct Admin {
     pub listen: SocketAddr,
     /// Bearer token for `/dlq` and `/dlq/replay`; `None` keeps them off.
     pub token: Option<Secret>,
+    /// The file behind a `{ file = … }` token, watched for changes.
+    pub token_file: Option<PathBuf>,
 }
 
 /// `Debug` hides the password of a Redis URL.
@@ -731,16 +733,16 @@ fn build_admin(
             Some(listen)
         }
     };
+    let mut token_files = Vec::new();
     let token = match raw.and_then(|r| r.get_ref().token.as_ref()) {
         None => Some(None),
-        Some(entry) => {
-            let mut files = Vec::new();
-            resolve_secret(c, entry, "admin.token", &mut files).map(|(secret, _)| Some(secret))
-        }
+        Some(entry) => resolve_secret(c, entry, "admin.token", &mut token_files)
+            .map(|(secret, _)| Some(secret)),
     };
     Some(Admin {
         listen: listen?,
         token: token?,
+        token_file: token_files.pop(),
     })
 }
 
