@@ -85,7 +85,11 @@ fn signed_request(name: &str, size: usize) -> (Scheme, Vec<Secret>, HeaderMap, V
 
 fn bench_verify(b: Bencher, name: &str, size: usize) {
     let (scheme, keys, headers, body) = signed_request(name, size);
-    assert!(scheme.verify(&keys, TOLERANCE, &headers, &body, NOW).is_ok());
+    assert!(
+        scheme
+            .verify(&keys, TOLERANCE, &headers, &body, NOW)
+            .is_ok()
+    );
     b.counter(divan::counter::BytesCount::new(size))
         .bench_local(|| {
             scheme.verify(
@@ -153,7 +157,10 @@ fn event_id_to_nonce_key() -> String {
 /// Polls a future that never waits (the memory store's verbs) to completion.
 fn now<F: Future>(future: F) -> F::Output {
     let mut future = pin!(future);
-    match future.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+    match future
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
         Poll::Ready(out) => out,
         Poll::Pending => panic!("the memory store never waits"),
     }

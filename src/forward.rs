@@ -29,6 +29,13 @@ pub const X_VERIFIED_EVENT_TYPE: &str = "x-verified-event-type";
 const X_VERIFIED_PREFIX: &str = "x-verified-";
 const X_FORWARDED_FOR: &str = "x-forwarded-for";
 
+// The same names as values: a `&str` name is parsed and validated again on
+// every insert, a `HeaderName` constant is not.
+const X_VERIFIED_EVENT_ID_NAME: HeaderName = HeaderName::from_static(X_VERIFIED_EVENT_ID);
+const X_VERIFIED_SOURCE_NAME: HeaderName = HeaderName::from_static(X_VERIFIED_SOURCE);
+const X_VERIFIED_EVENT_TYPE_NAME: HeaderName = HeaderName::from_static(X_VERIFIED_EVENT_TYPE);
+const X_FORWARDED_FOR_NAME: HeaderName = HeaderName::from_static(X_FORWARDED_FOR);
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("app unreachable: {0}")]
@@ -193,6 +200,9 @@ fn copy_end_to_end(from: &HeaderMap, to: &mut HeaderMap) {
 
 pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
     let listed = connection_listed(headers);
+    if !headers.keys().any(|name| is_hop_by_hop(name, &listed)) {
+        return;
+    }
     let doomed: Vec<HeaderName> = headers
         .keys()
         .filter(|name| is_hop_by_hop(name, &listed))
@@ -209,6 +219,9 @@ pub fn is_verified_header(name: &HeaderName) -> bool {
 
 /// Removes every client-sent `X-Verified-*` header.
 pub fn strip_verified(headers: &mut HeaderMap) {
+    if !headers.keys().any(is_verified_header) {
+        return;
+    }
     let doomed: Vec<HeaderName> = headers
         .keys()
         .filter(|name| is_verified_header(name))
@@ -220,26 +233,29 @@ pub fn strip_verified(headers: &mut HeaderMap) {
 }
 
 fn append_forwarded_for(headers: &mut HeaderMap, ip: IpAddr) {
-    let value = match headers.get(X_FORWARDED_FOR).and_then(|v| v.to_str().ok()) {
+    let value = match headers
+        .get(&X_FORWARDED_FOR_NAME)
+        .and_then(|v| v.to_str().ok())
+    {
         Some(existing) if !existing.trim().is_empty() => format!("{existing}, {ip}"),
         _ => ip.to_string(),
     };
-    headers.remove(X_FORWARDED_FOR);
-    if let Ok(value) = HeaderValue::from_str(&value) {
-        headers.insert(X_FORWARDED_FOR, value);
+    // `insert` replaces every earlier value, as a `remove` then `insert` would.
+    if let Ok(value) = HeaderValue::try_from(value) {
+        headers.insert(X_FORWARDED_FOR_NAME, value);
     }
 }
 
 fn set_stamp(headers: &mut HeaderMap, stamp: Stamp<'_>) {
-    let mut set = |name: &'static str, value: &str| {
+    let mut set = |name: HeaderName, value: &str| {
         if let Ok(value) = HeaderValue::from_str(value) {
             headers.insert(name, value);
         }
     };
-    set(X_VERIFIED_EVENT_ID, stamp.event_id);
-    set(X_VERIFIED_SOURCE, stamp.source);
+    set(X_VERIFIED_EVENT_ID_NAME, stamp.event_id);
+    set(X_VERIFIED_SOURCE_NAME, stamp.source);
     if let Some(t) = stamp.event_type {
-        set(X_VERIFIED_EVENT_TYPE, t);
+        set(X_VERIFIED_EVENT_TYPE_NAME, t);
     }
 }
 
