@@ -16,7 +16,8 @@
 //! - [`outcome`]: one variant per status-table row; the only place statuses are chosen.
 //! - [`admin`]: `/healthz`, `/readyz`, `/metrics`, and `/dlq` behind a token.
 //!
-//! Around them: [`cli`] (the command line), [`server`] (accept loop and drain),
+//! Around them: [`cli`] (the command line), [`log`] (buffered log output),
+//! [`server`] (accept loop and drain),
 //! [`state`] (what requests share, swapped on reload), [`reload`], [`metrics`].
 #![forbid(unsafe_code)]
 
@@ -25,6 +26,7 @@ pub mod cli;
 pub mod config;
 pub mod dlq;
 pub mod forward;
+pub mod log;
 pub mod metrics;
 pub mod ordering;
 pub mod outcome;

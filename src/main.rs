@@ -28,7 +28,9 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            runtime.block_on(serve(config))
+            let code = runtime.block_on(serve(config));
+            hookgate::log::flush();
+            code
         }
         Command::Check { config } => check(&config),
         Command::Sign {
@@ -69,7 +71,7 @@ fn init_tracing(format: LogFormat) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stdout);
+        .with_writer(hookgate::log::stdout);
     match format {
         LogFormat::Json => builder
             .json()
