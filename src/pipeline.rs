@@ -31,6 +31,9 @@ use crate::scheme::Verified;
 use crate::state::{Runtime, State};
 use crate::store::Claim;
 
+mod detach;
+use detach::{Detachable, Panicked};
+
 /// How much longer than `upstream_timeout` a nonce lease lives, so the lease
 /// outlasts the request holding it but a crashed replica blocks an event briefly.
 const LEASE_MARGIN: Duration = Duration::from_secs(5);
@@ -88,19 +91,19 @@ where
         return finish(state, source, Some(&verified), Outcome::Ignored, None);
     }
 
-    // From here on the event is claimed: run the rest to completion in its own
-    // task, so a sender hanging up can't leave a 2xx uncommitted or a lease held.
-    let task = {
+    // From here on the event is claimed: the rest runs to completion even if
+    // the sender hangs up, so no 2xx is left uncommitted and no lease held.
+    let delivery = {
         let state = Arc::clone(state);
         let runtime = Arc::clone(&runtime);
-        tokio::spawn(
-            async move { deliver(&state, &runtime, index, parts, body, verified, peer).await },
-        )
+        Detachable::new(async move {
+            deliver(&state, &runtime, index, parts, body, verified, peer).await
+        })
     };
-    match task.await {
+    match delivery.await {
         Ok(response) => response,
-        Err(e) => {
-            tracing::error!(source = %source.name, error = %e, "delivery task failed");
+        Err(Panicked) => {
+            tracing::error!(source = %source.name, "delivery panicked");
             Outcome::UpstreamUnavailable.response()
         }
     }
