@@ -79,11 +79,7 @@ fn init_tracing(format: LogFormat) {
         .with_env_filter(filter)
         .with_writer(hookgate::log::stdout);
     match format {
-        LogFormat::Json => builder
-            .json()
-            .flatten_event(true)
-            .with_current_span(false)
-            .init(),
+        LogFormat::Json => builder.event_format(hookgate::log::JsonLines).init(),
         LogFormat::Text => builder.init(),
     }
 }
