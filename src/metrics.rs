@@ -3,6 +3,8 @@
 //! `prometheus-client` appends `_total` to counters, so counters are registered
 //! without it; the exposed names are the ones in the contract.
 
+use std::sync::{PoisonError, RwLock};
+
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -72,6 +74,38 @@ pub struct Metrics {
     pub dead_letters: Family<SourceLabel, Counter>,
     pub store_errors: Counter,
     pub config_reloads: Family<ReloadResult, Counter>,
+    /// Handles of the per-request metrics already looked up, so a request
+    /// neither builds a label set (a `String` each) nor hashes one.
+    handles: RwLock<Vec<SourceHandles>>,
+}
+
+/// One source's handles into the families above. A family hands out the
+/// same counter or histogram for the same labels, so holding a clone is
+/// counting into the family.
+struct SourceHandles {
+    source: Box<str>,
+    outcomes: Vec<(&'static str, Counter)>,
+    classes: Vec<(&'static str, Counter)>,
+    secrets: Vec<(usize, Counter)>,
+    upstream_duration: Option<Histogram>,
+    completion: Option<Histogram>,
+}
+
+impl SourceHandles {
+    fn new(source: &str) -> Self {
+        SourceHandles {
+            source: source.into(),
+            outcomes: Vec::new(),
+            classes: Vec::new(),
+            secrets: Vec::new(),
+            upstream_duration: None,
+            completion: None,
+        }
+    }
+}
+
+fn find<'a, K: PartialEq, M>(list: &'a [(K, M)], key: &K) -> Option<&'a M> {
+    list.iter().find(|(k, _)| k == key).map(|(_, m)| m)
 }
 
 impl Default for Metrics {
@@ -164,48 +198,131 @@ impl Metrics {
             dead_letters,
             store_errors,
             config_reloads,
+            handles: RwLock::new(Vec::new()),
+        }
+    }
+
+    /// Runs `use_handle` on `source`'s handle if it was looked up before;
+    /// otherwise creates it with `create`, keeps it with `keep`, and runs
+    /// `use_handle` on it. Sources come from the config, so the list stays short.
+    fn with_handle<M: Clone>(
+        &self,
+        source: &str,
+        lookup: impl Fn(&SourceHandles) -> Option<&M>,
+        create: impl FnOnce() -> M,
+        keep: impl FnOnce(&mut SourceHandles, M),
+        use_handle: impl Fn(&M),
+    ) {
+        {
+            let handles = self.handles.read().unwrap_or_else(PoisonError::into_inner);
+            if let Some(found) = handles
+                .iter()
+                .find(|h| &*h.source == source)
+                .and_then(&lookup)
+            {
+                use_handle(found);
+                return;
+            }
+        }
+        let created = create();
+        use_handle(&created);
+        let mut handles = self.handles.write().unwrap_or_else(PoisonError::into_inner);
+        let index = match handles.iter().position(|h| &*h.source == source) {
+            Some(index) => index,
+            None => {
+                handles.push(SourceHandles::new(source));
+                handles.len() - 1
+            }
+        };
+        if lookup(&handles[index]).is_none() {
+            keep(&mut handles[index], created);
         }
     }
 
     pub fn request(&self, source: &str, outcome: &'static str) {
-        self.requests
-            .get_or_create(&SourceOutcome {
-                source: source.to_owned(),
-                outcome,
-            })
-            .inc();
+        self.with_handle(
+            source,
+            |h| find(&h.outcomes, &outcome),
+            || {
+                self.requests
+                    .get_or_create(&SourceOutcome {
+                        source: source.to_owned(),
+                        outcome,
+                    })
+                    .clone()
+            },
+            |h, c| h.outcomes.push((outcome, c)),
+            |c| {
+                c.inc();
+            },
+        );
     }
 
     pub fn upstream_response(&self, source: &str, class: &'static str, seconds: f64) {
-        let label = SourceLabel {
-            source: source.to_owned(),
-        };
-        self.upstream_duration
-            .get_or_create(&label)
-            .observe(seconds);
-        self.upstream_responses
-            .get_or_create(&SourceClass {
-                source: label.source,
-                class,
-            })
-            .inc();
+        self.with_handle(
+            source,
+            |h| h.upstream_duration.as_ref(),
+            || {
+                self.upstream_duration
+                    .get_or_create(&SourceLabel {
+                        source: source.to_owned(),
+                    })
+                    .clone()
+            },
+            |h, d| h.upstream_duration = Some(d),
+            |d| d.observe(seconds),
+        );
+        self.with_handle(
+            source,
+            |h| find(&h.classes, &class),
+            || {
+                self.upstream_responses
+                    .get_or_create(&SourceClass {
+                        source: source.to_owned(),
+                        class,
+                    })
+                    .clone()
+            },
+            |h, c| h.classes.push((class, c)),
+            |c| {
+                c.inc();
+            },
+        );
     }
 
     pub fn signature_match(&self, source: &str, secret_index: usize) {
-        self.signature_matches
-            .get_or_create(&SourceSecret {
-                source: source.to_owned(),
-                secret: secret_index.to_string(),
-            })
-            .inc();
+        self.with_handle(
+            source,
+            |h| find(&h.secrets, &secret_index),
+            || {
+                self.signature_matches
+                    .get_or_create(&SourceSecret {
+                        source: source.to_owned(),
+                        secret: secret_index.to_string(),
+                    })
+                    .clone()
+            },
+            |h, c| h.secrets.push((secret_index, c)),
+            |c| {
+                c.inc();
+            },
+        );
     }
 
     pub fn completion(&self, source: &str, seconds: f64) {
-        self.completion_latency
-            .get_or_create(&SourceLabel {
-                source: source.to_owned(),
-            })
-            .observe(seconds.max(0.0));
+        self.with_handle(
+            source,
+            |h| h.completion.as_ref(),
+            || {
+                self.completion_latency
+                    .get_or_create(&SourceLabel {
+                        source: source.to_owned(),
+                    })
+                    .clone()
+            },
+            |h, d| h.completion = Some(d),
+            |d| d.observe(seconds.max(0.0)),
+        );
     }
 
     pub fn delivery(&self, source: &str, result: &'static str) {
@@ -278,6 +395,33 @@ mod tests {
             r#"hookgate_delivery_attempts_total{source="stripe",result="retry"} 1"#,
             r#"hookgate_dead_letters_total{source="stripe"} 1"#,
             r#"hookgate_queue_depth{source="stripe"} 3"#,
+        ] {
+            assert!(text.contains(needle), "missing {needle} in\n{text}");
+        }
+    }
+
+    #[test]
+    fn kept_handles_count_into_the_families() {
+        let m = Metrics::new();
+        for _ in 0..3 {
+            m.request("stripe", "forwarded");
+            m.signature_match("stripe", 0);
+            m.upstream_response("stripe", "2xx", 0.01);
+        }
+        m.request("stripe", "duplicate");
+        m.request("github", "forwarded");
+        m.signature_match("stripe", 1);
+        m.upstream_response("stripe", "5xx", 0.01);
+        let text = m.encode();
+        for needle in [
+            r#"hookgate_requests_total{source="stripe",outcome="forwarded"} 3"#,
+            r#"hookgate_requests_total{source="stripe",outcome="duplicate"} 1"#,
+            r#"hookgate_requests_total{source="github",outcome="forwarded"} 1"#,
+            r#"hookgate_signature_matches_total{source="stripe",secret="0"} 3"#,
+            r#"hookgate_signature_matches_total{source="stripe",secret="1"} 1"#,
+            r#"hookgate_upstream_responses_total{source="stripe",class="2xx"} 3"#,
+            r#"hookgate_upstream_responses_total{source="stripe",class="5xx"} 1"#,
+            r#"hookgate_upstream_duration_seconds_count{source="stripe"} 4"#,
         ] {
             assert!(text.contains(needle), "missing {needle} in\n{text}");
         }
