@@ -79,10 +79,10 @@ pub(crate) fn match_key(
 /// decode to exactly [`TAG_LEN`] bytes cannot be an HMAC-SHA256 tag, so it
 /// is refused as malformed rather than compared.
 pub(crate) fn tag_from_hex(text: &[u8]) -> Option<Tag> {
-    if text.len() != 2 * TAG_LEN {
-        return None;
-    }
-    hex::decode(text).ok()?.try_into().ok()
+    let mut tag = [0u8; TAG_LEN];
+    // Decoded in place: no Vec per request. The length must match exactly.
+    hex::decode_to_slice(text, &mut tag).ok()?;
+    Some(tag)
 }
 
 /// A tag written in standard-alphabet base64 (padding optional), or `None`;
@@ -92,7 +92,11 @@ pub(crate) fn tag_from_base64(text: &[u8]) -> Option<Tag> {
     if !(43..=44).contains(&text.len()) {
         return None;
     }
-    STANDARD_PAD_INDIFFERENT.decode(text).ok()?.try_into().ok()
+    // Decoded in place: 44 characters may hold up to 33 bytes before the
+    // padding rules are applied, and only exactly 32 qualify.
+    let mut out = [0u8; TAG_LEN + 1];
+    let len = STANDARD_PAD_INDIFFERENT.decode_slice(text, &mut out).ok()?;
+    out[..len].try_into().ok()
 }
 
 /// Standard-alphabet base64 with padding, as the senders emit it.
