@@ -9,9 +9,12 @@
 //!
 //! Source: <https://docs.stripe.com/webhooks#verify-manually>.
 
+use std::borrow::Cow;
+use std::fmt;
 use std::time::Duration;
 
 use http::HeaderMap;
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::hmac;
 use super::{Error, Verified};
@@ -77,17 +80,105 @@ pub(super) fn verify(
     )?;
     hmac::check_window(header.timestamp, now, tolerance)?;
 
-    let json = hmac::parse_json(body).ok_or(Error::MalformedBody("body is not JSON"))?;
-    let event_id = match json.pointer("/id") {
-        Some(serde_json::Value::String(id)) if !id.is_empty() => id.clone(),
+    let fields: TopLevel<'_> =
+        serde_json::from_slice(body).map_err(|_| Error::MalformedBody("body is not JSON"))?;
+    let event_id = match fields.id {
+        Some(Some(id)) if !id.is_empty() => id.into_owned(),
         _ => return Err(Error::MalformedBody("body has no string /id")),
     };
     Ok(Verified {
         event_id,
-        event_type: hmac::pointer_str(&json, "/type"),
+        event_type: fields.kind.flatten().map(Cow::into_owned),
         timestamp: Some(header.timestamp),
         secret_index,
     })
+}
+
+/// The body's top-level `id` and `type`, read without building the rest of
+/// the document: every other value is only checked and skipped, and the two
+/// strings are borrowed from the body unless they hold escapes. `None`
+/// inside means present but not a string. Only a JSON object qualifies, and
+/// as with a parsed `Value` a repeated key keeps its last value.
+struct TopLevel<'a> {
+    id: Option<Option<Cow<'a, str>>>,
+    kind: Option<Option<Cow<'a, str>>>,
+}
+
+impl<'de> Deserialize<'de> for TopLevel<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> Visitor<'de> for Fields {
+            type Value = TopLevel<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TopLevel<'de>, A::Error> {
+                let mut fields = TopLevel {
+                    id: None,
+                    kind: None,
+                };
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    match &*key {
+                        "id" => fields.id = Some(map.next_value::<AnyStr<'de>>()?.0),
+                        "type" => fields.kind = Some(map.next_value::<AnyStr<'de>>()?.0),
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(fields)
+            }
+        }
+        deserializer.deserialize_map(Fields)
+    }
+}
+
+/// Any JSON value: the string when it is one, `None` (after skipping it) otherwise.
+struct AnyStr<'a>(Option<Cow<'a, str>>);
+
+impl<'de> Deserialize<'de> for AnyStr<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Value;
+        impl<'de> Visitor<'de> for Value {
+            type Value = AnyStr<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<AnyStr<'de>, E> {
+                Ok(AnyStr(Some(Cow::Borrowed(v))))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<AnyStr<'de>, E> {
+                Ok(AnyStr(Some(Cow::Owned(v.to_owned()))))
+            }
+            fn visit_string<E>(self, v: String) -> Result<AnyStr<'de>, E> {
+                Ok(AnyStr(Some(Cow::Owned(v))))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<AnyStr<'de>, E> {
+                Ok(AnyStr(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<AnyStr<'de>, E> {
+                Ok(AnyStr(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<AnyStr<'de>, E> {
+                Ok(AnyStr(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<AnyStr<'de>, E> {
+                Ok(AnyStr(None))
+            }
+            fn visit_unit<E>(self) -> Result<AnyStr<'de>, E> {
+                Ok(AnyStr(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<AnyStr<'de>, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(AnyStr(None))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<AnyStr<'de>, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(AnyStr(None))
+            }
+        }
+        deserializer.deserialize_any(Value)
+    }
 }
 
 pub(super) fn sign(key: &Secret, body: &[u8], timestamp: i64) -> Vec<(String, String)> {
@@ -341,6 +432,43 @@ mod tests {
                 "{}",
                 String::from_utf8_lossy(body)
             );
+        }
+        // The same rules as a parsed document: /type that is not a string is
+        // unknown, a repeated key keeps its last value, escapes are decoded,
+        // and trailing garbage or broken nesting is not JSON.
+        for (body, want) in [
+            (&br#"{"type":7,"id":"evt_3"}"#[..], Ok(("evt_3", None))),
+            (
+                br#"{"id":"a","id":"evt_4","type":"x","type":"y"}"#,
+                Ok(("evt_4", Some("y"))),
+            ),
+            (
+                br#"{"id":"evt_\u0035","data":{"id":"inner","type":[1,{"a":null}]}}"#,
+                Ok(("evt_5", None)),
+            ),
+            (
+                br#" {"id" : "evt_6" , "type" : "t\"q" } "#,
+                Ok(("evt_6", Some("t\"q"))),
+            ),
+            (br#"{"id":"evt_7"} x"#, Err(())),
+            (br#"{"id":"evt_8","data":[}"#, Err(())),
+            (br#"{"id":null}"#, Err(())),
+            (br#""evt_9""#, Err(())),
+        ] {
+            let h = signed(&Scheme::Stripe, &key(SECRET), body, None, TS);
+            let got = Scheme::Stripe
+                .verify(&[key(SECRET)], TOLERANCE, &h, body, TS)
+                .map(|v| (v.event_id, v.event_type));
+            let want =
+                want.map(|(id, t): (&str, Option<&str>)| (id.to_owned(), t.map(str::to_owned)));
+            match want {
+                Ok(want) => assert_eq!(got, Ok(want), "{}", String::from_utf8_lossy(body)),
+                Err(()) => assert!(
+                    matches!(got, Err(Error::MalformedBody(_))),
+                    "{}: {got:?}",
+                    String::from_utf8_lossy(body)
+                ),
+            }
         }
         // A JSON body without /type is fine: the type is just unknown.
         let body = br#"{"id":"evt_2"}"#;
