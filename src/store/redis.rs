@@ -21,13 +21,14 @@
 //! A Redis URL can carry a password. It never appears in an error, a log line or
 //! `Debug` output: error messages are scrubbed of the URL and its credentials.
 
-use std::sync::LazyLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::{ClusterClient, ClusterConfig};
 use redis::cluster_async::ClusterConnection;
-use redis::{Cmd, RedisError, RedisFuture, Script, Value};
+use redis::{Cmd, ErrorKind, RedisError, RedisFuture, Script, Value};
 
 use super::{Claim, Error, VERSION_TTL};
 
@@ -43,6 +44,7 @@ const INFLIGHT: &str = "inflight:";
 
 /// Takes a free key for a lease. KEYS[1] = key, ARGV[1] = `inflight:<token>`,
 /// ARGV[2] = lease in ms. Returns 0 = taken (fresh), 1 = done, 2 = in flight.
+/// Used only where the server refuses `SET … NX GET` (before Redis 7.0).
 static CLAIM: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
@@ -132,6 +134,11 @@ pub struct RedisStore {
     conn: Conn,
     /// Strings scrubbed from error messages: the URLs and their credentials.
     secrets: Vec<String>,
+    /// Whether a claim can be the plain `SET key inflight:<token> NX PX lease
+    /// GET` (Redis 7.0 and later): one command where the server does no Lua.
+    /// Cleared for good the first time the server refuses the syntax; claims
+    /// then run the [`CLAIM`] script, which answers the same.
+    set_nx_get: Arc<AtomicBool>,
 }
 
 /// One connection type for both deployments, so the same scripts run on both.
@@ -190,6 +197,7 @@ impl RedisStore {
         Ok(RedisStore {
             conn: Conn::Single(manager),
             secrets,
+            set_nx_get: Arc::new(AtomicBool::new(true)),
         })
     }
 
@@ -217,12 +225,53 @@ impl RedisStore {
         Ok(RedisStore {
             conn: Conn::Cluster(conn),
             secrets,
+            set_nx_get: Arc::new(AtomicBool::new(true)),
         })
     }
 
     /// Tries to take `key` for `lease`, holding `token`. One round trip.
     pub async fn claim(&self, key: &str, token: &str, lease: Duration) -> Result<Claim, Error> {
         let holder = format!("{INFLIGHT}{token}");
+        if self.set_nx_get.load(Ordering::Relaxed) {
+            let lease = millis(lease);
+            let reply = self
+                .run(|mut conn| {
+                    let holder = &holder;
+                    async move {
+                        let set = redis::cmd("SET")
+                            .arg(key)
+                            .arg(holder)
+                            .arg("NX")
+                            .arg("PX")
+                            .arg(lease)
+                            .arg("GET")
+                            .query_async::<Option<String>>(&mut conn)
+                            .await;
+                        match set {
+                            // The syntax error of a server before 7.0: answered,
+                            // so not a failure of the store.
+                            Err(e)
+                                if matches!(e.kind(), ErrorKind::Server(_))
+                                    && e.to_string().contains("syntax error") =>
+                            {
+                                Ok(None::<Option<String>>)
+                            }
+                            other => other.map(Some),
+                        }
+                    }
+                })
+                .await?;
+            match reply {
+                // The key was absent and now holds this request's token.
+                Some(None) => return Ok(Claim::Fresh),
+                Some(Some(old)) if old == "done" => return Ok(Claim::Done),
+                Some(Some(_)) => return Ok(Claim::InFlight),
+                None => {
+                    tracing::info!("Redis refuses SET NX GET (before 7.0): claims use a script");
+                    self.set_nx_get.store(false, Ordering::Relaxed);
+                }
+            }
+        }
         let code: i64 = self
             .script(&CLAIM, key, &[&holder, &millis(lease).to_string()])
             .await?;
