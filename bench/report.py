@@ -39,6 +39,12 @@ def load_results(path):
             r = {k: int(v) for k, v in kv(result).items()}
             r.update(round=int(rnd), mode=mode, target=target)
             r["rps"] = r["requests"] / (r["duration_us"] / 1e6)
+            # CPU time per request (µs) of the proxy itself and of redis-server,
+            # from /proc/PID/stat over the run: steadier than req/s on a busy machine.
+            tck = r.get("clk_tck", 100) or 100
+            for part in ("proxy", "redis", "app"):
+                ticks = r.get("cpu_ticks_" + part, 0)
+                r["cpu_" + part] = ticks * 1e6 / tck / r["requests"] if r["requests"] else 0.0
             delta = {}
             for k, v in after.items():
                 delta[k] = int(float(v)) - int(float(before.get(k, 0)))
@@ -126,8 +132,8 @@ def main():
         return med(values)
 
     rows = []
-    header = ("| load | target | req/s | p50 | p99 | RSS after | vs nginx proxy | vs app direct |\n"
-              "|---|---|---:|---:|---:|---:|---:|---:|")
+    header = ("| load | target | req/s | p50 | p99 | CPU µs/req (proxy + Redis) | RSS after | vs nginx proxy | vs app direct |\n"
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for mode in ("fresh", "dup"):
         for t in TARGETS:
             rs = by.get((mode, t), [])
@@ -137,11 +143,19 @@ def main():
             p50 = med([r["p50_us"] for r in rs])
             p99 = med([r["p99_us"] for r in rs])
             rss = med([r["rss_kib"] for r in rs])
+            cpu_p = med([r["cpu_proxy"] for r in rs])
+            cpu_r = med([r["cpu_redis"] for r in rs])
+            if t == "direct":
+                cpu = "—"
+            elif t == "hg-redis":
+                cpu = "%.1f + %.1f" % (cpu_p, cpu_r)
+            else:
+                cpu = "%.1f" % cpu_p
             vs_nginx = ratio(mode, t, "fresh", "nginx")
             vs_direct = ratio(mode, t, "fresh", "direct")
-            rows.append("| %s | %s | %s | %s | %s | %.1f MiB | %.2f× | %.2f× |" % (
+            rows.append("| %s | %s | %s | %s | %s | %s | %.1f MiB | %.2f× | %.2f× |" % (
                 "fresh events" if mode == "fresh" else "duplicate storm", LABEL[t],
-                "{:,.0f}".format(rps), fmt_ms(p50), fmt_ms(p99), rss / 1024.0, vs_nginx, vs_direct))
+                "{:,.0f}".format(rps), fmt_ms(p50), fmt_ms(p99), cpu, rss / 1024.0, vs_nginx, vs_direct))
     per_round = []
     for mode in ("fresh", "dup"):
         for t in TARGETS:
@@ -213,6 +227,10 @@ def main():
                "(each run's hookgate outcome counters are checked: every request `forwarded`). "
                "Duplicate storm: one delivered event sent again and again (every request `duplicate`)."
                % ("{:,}".format(a.pool), a.scheme, a.body))
+    out.append("- CPU µs/req: user + system CPU time of the proxy's own processes (and of redis-server) over the "
+               "run, divided by the requests answered; it does not move with the machine's other load the way "
+               "req/s does. The app stand-in used %.1f µs per request." % med(
+                   [r["cpu_app"] for r in runs if r["mode"] == "fresh" and r["target"] == "direct"]))
     out.append("- %d interleaved rounds; each cell is the median of the rounds; each ratio is the median of "
                "the per-round ratios (numerator and reference from the same round). Ratios of the duplicate "
                "storm are against the nginx proxy's **fresh-event** numbers." % a.rounds)

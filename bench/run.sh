@@ -225,16 +225,39 @@ load() { # target pool seconds -> RESULT line
 
 RESULTS=$WORK/results.tsv
 : > "$RESULTS"
+CLK_TCK=$(getconf CLK_TCK)
+REDIS_PID=$(redis-cli -p "$REDIS_PORT" info server | awk -F: '/^process_id/ {print $2}' | tr -d '\r')
+cpu_ticks() { # pid... -> user+system clock ticks, all threads
+  local total=0 pid v
+  for pid in "$@"; do
+    v=$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0)
+    total=$((total + ${v:-0}))
+  done
+  echo "$total"
+}
+proxy_pids() {
+  case $1 in
+    direct) echo "" ;; nginx) nginx_pids proxy ;;
+    hg-mem) echo "${HG_PID[mem]}" ;; hg-redis) echo "${HG_PID[redis]}" ;;
+  esac
+}
 measure() { # round mode target pool
-  local before after line rss
+  local before after line rss p0 p1 r0 r1 a0 a1
   local admin; admin=$(admin_of "$3")
+  local proxy; proxy=$(proxy_pids "$3")
+  local app; app=$(nginx_pids app)
   [ -n "$admin" ] && before=$(outcomes "$admin")
+  # shellcheck disable=SC2086
+  p0=$(cpu_ticks $proxy); r0=$(cpu_ticks "$REDIS_PID"); a0=$(cpu_ticks $app)
   line=$(load "$3" "$4" "$DURATION")
+  # shellcheck disable=SC2086
+  p1=$(cpu_ticks $proxy); r1=$(cpu_ticks "$REDIS_PID"); a1=$(cpu_ticks $app)
   rss=$(rss_of "$3")
   after=""
   [ -n "$admin" ] && after=$(outcomes "$admin")
-  printf '%s\t%s\t%s\t%s rss_kib=%s\tbefore: %s\tafter: %s\n' "$1" "$2" "$3" "$line" "$rss" "${before:-}" "$after" >> "$RESULTS"
-  echo "   $2 $3: ${line#RESULT } rss_kib=$rss"
+  line="$line rss_kib=$rss cpu_ticks_proxy=$((p1 - p0)) cpu_ticks_redis=$((r1 - r0)) cpu_ticks_app=$((a1 - a0)) clk_tck=$CLK_TCK"
+  printf '%s\t%s\t%s\t%s\tbefore: %s\tafter: %s\n' "$1" "$2" "$3" "$line" "${before:-}" "$after" >> "$RESULTS"
+  echo "   $2 $3: ${line#RESULT }"
 }
 
 TARGETS=(direct nginx hg-mem hg-redis)
