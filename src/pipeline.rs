@@ -58,7 +58,9 @@ where
     forward::strip_verified(&mut parts.headers);
 
     let Some(index) = runtime.router.route(parts.uri.path()) else {
-        return unmatched(state, &runtime, parts, body, peer).await;
+        // Boxed: its forward would otherwise size every request's future,
+        // which hyper keeps allocated for each open connection.
+        return Box::pin(unmatched(state, &runtime, parts, body, peer)).await;
     };
     let source = &runtime.config.sources[index];
 
