@@ -45,6 +45,9 @@ use crate::state::State;
 /// (under Kubernetes' default 30 s termination grace).
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(25);
 
+/// Connections the admin listener holds at once (probes and a scraper need few).
+const ADMIN_MAX_CONNECTIONS: usize = 128;
+
 /// The two already-bound listeners `run` serves.
 pub struct Listeners {
     /// Where webhook senders connect.
@@ -63,6 +66,31 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
         }
     }
     let readiness = Arc::new(Readiness::default());
+    let limits = |listener: &'static str, max_connections, header_read_timeout| {
+        let label = metrics::ListenerLabel { listener };
+        server::Limits {
+            max_connections,
+            header_read_timeout,
+            open: state.metrics.connections_open.get_or_create(&label).clone(),
+            rejected: state
+                .metrics
+                .connections_rejected
+                .get_or_create(&label)
+                .clone(),
+        }
+    };
+    // Listener settings are read once: a reload does not rebind.
+    let server_config = &state.runtime().config.server;
+    let public_limits = limits(
+        "public",
+        server_config.max_connections,
+        server_config.request_read_timeout,
+    );
+    let admin_limits = limits(
+        "admin",
+        ADMIN_MAX_CONNECTIONS,
+        server_config.request_read_timeout,
+    );
 
     let public = {
         let state = Arc::clone(&state);
@@ -76,6 +104,7 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
             },
             shutdown.clone(),
             SHUTDOWN_GRACE,
+            public_limits,
         )
     };
 
@@ -97,6 +126,7 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
             },
             admin_shutdown.clone(),
             Duration::from_secs(1),
+            admin_limits,
         )
     };
     let admin = tokio::spawn(admin);
