@@ -18,6 +18,7 @@ mod support;
 
 mod admin;
 mod cli;
+mod cluster;
 mod concurrency;
 mod forwarding;
 mod hostile;
