@@ -20,6 +20,7 @@ mod admin;
 mod cli;
 mod cluster;
 mod concurrency;
+mod faults;
 mod forwarding;
 mod hostile;
 mod logs;
