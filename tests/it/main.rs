@@ -25,6 +25,7 @@ mod forwarding;
 mod hostile;
 mod logs;
 mod pipeline;
+mod properties;
 mod redis_store;
 mod reload;
 mod schemes;
