@@ -29,6 +29,7 @@ mod properties;
 mod redis_store;
 mod reload;
 mod schemes;
+mod secrets;
 mod shutdown;
 mod store;
 mod store_failure;
