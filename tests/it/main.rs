@@ -13,6 +13,13 @@
 //! - `reload`: SIGHUP, refused configs, rotated secret files.
 //! - `logs`: request log lines, secrets never printed.
 //! - `shutdown`: SIGTERM / SIGINT drain.
+//! - `hostile`: slow clients, sizes, ambiguous framing, odd bytes, ids and
+//!   timestamps, spoofed headers, connection floods.
+//! - `cluster`: the store-related tests again on a 3-master Redis Cluster.
+//! - `faults`: fault scenarios under load with retrying senders (`FAULT-RESULT`).
+//! - `properties`: sign/verify round trips and single-byte tampering, every scheme.
+//! - `store_failure`: `on_store_error`, and a commit that fails after the app's 2xx.
+//! - `secrets`: no secret in any output, even at trace level.
 
 mod support;
 
