@@ -53,6 +53,16 @@ where
     let source = &runtime.config.sources[index];
 
     if parts.method != Method::POST {
+        // A provider's endpoint check (Dropbox/Nylas GET challenge, Okta,
+        // X CRC, Trello HEAD) is answered here; anything else is refused.
+        let reply =
+            source
+                .scheme
+                .handshake_before(&source.keys, &parts.method, &parts.uri, &parts.headers);
+        if let Some(reply) = reply {
+            let response = reply.into_response();
+            return finish(state, source, None, Outcome::Handshake, Some(response));
+        }
         return finish(state, source, None, Outcome::MethodNotAllowed, None);
     }
     let body = match read_body(body, &parts.headers, runtime.config.server.max_body_bytes).await {
@@ -76,6 +86,23 @@ where
     state
         .metrics
         .signature_match(&source.name, verified.secret_index);
+
+    // A verified endpoint check (Slack url_verification, Zoom url_validation,
+    // Twitch callback verification, Discord PING) is answered by hookgate.
+    if let Some(reply) =
+        source
+            .scheme
+            .handshake_after(&source.keys, &verified, &parts.headers, &body)
+    {
+        let response = reply.into_response();
+        return finish(
+            state,
+            source,
+            Some(&verified),
+            Outcome::Handshake,
+            Some(response),
+        );
+    }
 
     if !source.accepts_type(verified.event_type.as_deref()) {
         return finish(state, source, Some(&verified), Outcome::Ignored, None);

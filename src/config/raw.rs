@@ -78,6 +78,7 @@ pub(super) struct RawSource {
     pub delivery: Option<Spanned<String>>,
     pub ordering: Option<Spanned<RawOrdering>>,
     pub generic: Option<Spanned<RawGeneric>>,
+    pub public_url: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -91,10 +92,18 @@ pub(super) struct RawOrdering {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawGeneric {
     pub signature_header: Option<Spanned<String>>,
+    pub alternate_signature_headers: Option<Spanned<Vec<Spanned<String>>>>,
     pub signature_prefix: Option<Spanned<String>>,
+    pub signature_delimiter: Option<Spanned<String>>,
+    pub signature_key: Option<Spanned<String>>,
     pub encoding: Option<Spanned<String>>,
+    pub algorithm: Option<Spanned<String>>,
     pub signed_payload: Option<Spanned<String>>,
     pub timestamp_header: Option<Spanned<String>>,
+    pub timestamp_key: Option<Spanned<String>>,
+    pub timestamp_format: Option<Spanned<String>>,
+    pub secret_encoding: Option<Spanned<String>>,
+    pub secret_prefix: Option<Spanned<String>>,
     pub event_id: Option<Spanned<RawLocator>>,
     pub event_type: Option<Spanned<RawLocator>>,
 }
