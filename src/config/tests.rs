@@ -686,7 +686,7 @@ field = "typo-ordering"
 signature_header = "X-Sig"
 encoding = "hex"
 event_id = { header = "X-Id" }
-algorithm = "typo-generic"
+hash = "typo-generic"
 event_type = { headr = "typo-locator" }
 "#;
     let secrets = MapSecrets::default().file("/c", b"c").file("/k", b"k");
@@ -713,7 +713,7 @@ event_type = { headr = "typo-locator" }
     has(
         &ps,
         src,
-        "source[acme].generic.algorithm",
+        "source[acme].generic.hash",
         "typo-generic",
         "unknown key",
     );
@@ -1524,7 +1524,7 @@ fn generic_headers_and_encoding() {
         &src,
         "source[acme].generic.encoding",
         "base32",
-        "\"hex\" or \"base64\"",
+        "\"hex\", \"base64\", \"base64url\"",
     );
     let src = generic("timestamp_header = \"X:Ts\"\nsigned_payload = \"{timestamp}{body}\"\n");
     only(
@@ -1575,7 +1575,7 @@ fn signed_payload_templates() {
         ("{body}.{body}", "more than once"),
         (
             "{ts}.{body}",
-            "uses {ts}; only {id}, {timestamp} and {body}",
+            "uses {ts}; only {id}, {timestamp}, {body}, {url} and {header:Name}",
         ),
         ("{body", "{ without a matching }"),
         ("body}", "} without a matching {"),
@@ -1597,7 +1597,7 @@ fn timestamp_must_be_signed_to_count() {
         &src,
         "source[acme].generic.signed_payload",
         "signed_payload",
-        "timestamp_header is not set",
+        "neither generic.timestamp_header nor generic.timestamp_key is set",
     );
     let src = generic("timestamp_header = \"X-Ts\"\n");
     only(
