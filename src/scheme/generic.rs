@@ -454,11 +454,11 @@ pub(super) fn sign(
 mod tests {
     use http::HeaderName;
 
+    use super::super::Encoding;
     use super::super::Scheme;
     use super::super::test_support::{
         TOLERANCE, common_checks, garbage_is_refused, headers, key, set, signed,
     };
-    use super::super::Encoding;
     use super::*;
 
     fn name(n: &'static str) -> HeaderName {
