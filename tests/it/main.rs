@@ -5,6 +5,7 @@
 //! - `pipeline`: each row of the DESIGN §3 status table, in forward mode.
 //! - `forwarding`: what the app receives, byte for byte.
 //! - `schemes`: every built-in scheme (and a generic one) end to end.
+//! - `handshakes`: provider endpoint checks answered by hookgate.
 //! - `concurrency`: many copies of one event, several replicas.
 //! - `redis_store`: Redis going away and coming back, the key layout, cluster.
 //! - `store`: the store backends against a real Redis.
@@ -20,6 +21,7 @@ mod admin;
 mod cli;
 mod concurrency;
 mod forwarding;
+mod handshakes;
 mod logs;
 mod pipeline;
 mod redis_store;
