@@ -56,7 +56,12 @@
 //! - JSON pointers (ordering, locators) follow RFC 6901: empty, or starting
 //!   with `/`, with `~` only in `~0`/`~1`.
 //! - `delivery = "queue"` is refused with the memory store: a queued event is
-//!   acknowledged with 200 and must survive a restart.
+//!   acknowledged with 200 and must survive a restart. `retry_schedule`
+//!   (a non-empty list of delays, default `["10s", "1m", "10m", "1h", "6h"]`)
+//!   and `max_in_flight` (default 16) apply only to queue delivery and are
+//!   errors on a forward source, where the sender owns the retries.
+//! - `[admin] token` (a secret: literal, `{ env }` or `{ file }`) turns on the
+//!   dead-letter endpoints of the admin listener; without it they are off.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -117,6 +122,10 @@ pub struct Tls {
 #[derive(Debug, Clone)]
 pub struct Admin {
     pub listen: SocketAddr,
+    /// Bearer token for `/dlq` and `/dlq/replay`; `None` keeps them off.
+    pub token: Option<Secret>,
+    /// The file behind a `{ file = … }` token, watched for changes.
+    pub token_file: Option<PathBuf>,
 }
 
 /// `Debug` hides the password of a Redis URL.
@@ -165,6 +174,12 @@ pub struct Source {
     /// Event-type patterns; empty = all. `*` at the end matches any suffix.
     pub event_types: Vec<String>,
     pub delivery: Delivery,
+    /// Queue delivery: the delay before each retry; when they run out the
+    /// event becomes a dead letter.
+    pub retry_schedule: Vec<Duration>,
+    /// Queue delivery: at most this many requests to the app at once, per
+    /// replica, so a slow app is not flooded by a backlog.
+    pub max_in_flight: usize,
     pub ordering: Option<Ordering>,
 }
 
@@ -370,6 +385,15 @@ const DEFAULT_KEY_PREFIX: &str = "hookgate";
 const DEFAULT_MEMORY_MAX_ENTRIES: usize = 1_000_000;
 const DEFAULT_TOLERANCE: Duration = Duration::from_secs(300);
 const DEFAULT_SIGNED_PAYLOAD: &str = "{body}";
+/// DESIGN §6: `10s, 1m, 10m, 1h, 6h`.
+pub const DEFAULT_RETRY_SCHEDULE: [Duration; 5] = [
+    Duration::from_secs(10),
+    Duration::from_secs(60),
+    Duration::from_secs(600),
+    Duration::from_secs(3600),
+    Duration::from_secs(6 * 3600),
+];
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 16;
 
 struct Check<'a> {
     src: &'a str,
@@ -721,7 +745,17 @@ fn build_admin(
             Some(listen)
         }
     };
-    Some(Admin { listen: listen? })
+    let mut token_files = Vec::new();
+    let token = match raw.and_then(|r| r.get_ref().token.as_ref()) {
+        None => Some(None),
+        Some(entry) => resolve_secret(c, entry, "admin.token", &mut token_files)
+            .map(|(secret, _)| Some(secret)),
+    };
+    Some(Admin {
+        listen: listen?,
+        token: token?,
+        token_file: token_files.pop(),
+    })
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -1008,6 +1042,8 @@ fn build_sources(
                 tolerance: b.tolerance,
                 event_types: b.event_types,
                 delivery: b.delivery,
+                retry_schedule: b.retry_schedule,
+                max_in_flight: b.max_in_flight,
                 ordering: b.ordering,
             }),
             _ => out = None,
@@ -1125,6 +1161,8 @@ struct SourceBody {
     tolerance: Duration,
     event_types: Vec<String>,
     delivery: Delivery,
+    retry_schedule: Vec<Duration>,
+    max_in_flight: usize,
     ordering: Option<Ordering>,
 }
 
@@ -1363,6 +1401,44 @@ fn source_body(
         );
     }
 
+    // Queue settings: only where hookgate owns the retries.
+    let schedule_field = field("retry_schedule");
+    let retry_schedule = match &r.retry_schedule {
+        None => Some(DEFAULT_RETRY_SCHEDULE.to_vec()),
+        Some(list) if delivery == Some(Delivery::Forward) => {
+            c.at(list, &schedule_field, NOT_QUEUED);
+            None
+        }
+        Some(list) if list.get_ref().is_empty() => {
+            c.at(
+                list,
+                &schedule_field,
+                "is empty; leave retry_schedule out for the default \
+                 [\"10s\", \"1m\", \"10m\", \"1h\", \"6h\"] or list at least one delay",
+            );
+            None
+        }
+        Some(list) => {
+            let mut delays = Some(Vec::new());
+            for (j, d) in list.get_ref().iter().enumerate() {
+                let parsed = c.duration(Some(d), &format!("{schedule_field}[{j}]"), Duration::ZERO);
+                match (parsed, &mut delays) {
+                    (Some(d), Some(delays)) => delays.push(d),
+                    _ => delays = None,
+                }
+            }
+            delays
+        }
+    };
+    let in_flight_field = field("max_in_flight");
+    let max_in_flight = match &r.max_in_flight {
+        Some(v) if delivery == Some(Delivery::Forward) => {
+            c.at(v, &in_flight_field, NOT_QUEUED);
+            None
+        }
+        other => c.positive(other.as_ref(), &in_flight_field, DEFAULT_MAX_IN_FLIGHT),
+    };
+
     // Ordering gate.
     let ordering = match &r.ordering {
         None => Some(None),
@@ -1390,9 +1466,14 @@ fn source_body(
         tolerance: tolerance?,
         event_types: event_types?,
         delivery: delivery?,
+        retry_schedule: retry_schedule?,
+        max_in_flight: max_in_flight?,
         ordering: ordering?,
     })
 }
+
+const NOT_QUEUED: &str = "applies only to delivery = \"queue\"; with forward delivery \
+     the sender retries on its own schedule";
 
 /// Resolves one `secrets` entry. Returns the secret and a prefix naming
 /// where it came from, for messages about its shape. Never quotes a value.

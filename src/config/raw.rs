@@ -53,6 +53,7 @@ pub(super) struct RawTls {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawAdmin {
     pub listen: Option<Spanned<String>>,
+    pub token: Option<Spanned<RawSecret>>,
 }
 
 #[derive(Deserialize)]
@@ -76,6 +77,8 @@ pub(super) struct RawSource {
     pub tolerance: Option<Spanned<String>>,
     pub event_types: Option<Spanned<Vec<Spanned<String>>>>,
     pub delivery: Option<Spanned<String>>,
+    pub retry_schedule: Option<Spanned<Vec<Spanned<String>>>>,
+    pub max_in_flight: Option<Spanned<i64>>,
     pub ordering: Option<Spanned<RawOrdering>>,
     pub generic: Option<Spanned<RawGeneric>>,
     pub public_url: Option<Spanned<String>>,

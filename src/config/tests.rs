@@ -1101,6 +1101,113 @@ fn queue_delivery_needs_a_durable_store() {
     );
 }
 
+const QUEUED: &str = "delivery = \"queue\"\n";
+const REDIS: &str = "[store]\nkind = \"redis\"\nurl = \"redis://r:6379\"\n";
+
+#[test]
+fn queue_settings_default_to_the_documented_schedule() {
+    let c = config(&with(&format!("{QUEUED}{REDIS}")));
+    assert_eq!(c.sources[0].retry_schedule, DEFAULT_RETRY_SCHEDULE.to_vec());
+    assert_eq!(
+        c.sources[0].retry_schedule,
+        [10, 60, 600, 3600, 6 * 3600]
+            .map(Duration::from_secs)
+            .to_vec()
+    );
+    assert_eq!(c.sources[0].max_in_flight, DEFAULT_MAX_IN_FLIGHT);
+    let c = config(&with(&format!(
+        "{QUEUED}retry_schedule = [\"100ms\", \"2s\"]\nmax_in_flight = 2\n{REDIS}"
+    )));
+    assert_eq!(
+        c.sources[0].retry_schedule,
+        vec![Duration::from_millis(100), Duration::from_secs(2)]
+    );
+    assert_eq!(c.sources[0].max_in_flight, 2);
+}
+
+#[test]
+fn queue_settings_are_checked() {
+    let src = with(&format!("{QUEUED}retry_schedule = []\n{REDIS}"));
+    only(
+        &src,
+        "source[gh].retry_schedule",
+        "retry_schedule",
+        "is empty",
+    );
+    let src = with(&format!(
+        "{QUEUED}retry_schedule = [\"1s\", \"soon\"]\n{REDIS}"
+    ));
+    only(
+        &src,
+        "source[gh].retry_schedule[1]",
+        "retry_schedule",
+        "not a duration",
+    );
+    let src = with(&format!("{QUEUED}retry_schedule = [\"0s\"]\n{REDIS}"));
+    only(
+        &src,
+        "source[gh].retry_schedule[0]",
+        "retry_schedule",
+        "zero",
+    );
+    let src = with(&format!("{QUEUED}max_in_flight = 0\n{REDIS}"));
+    only(
+        &src,
+        "source[gh].max_in_flight",
+        "max_in_flight",
+        "greater than zero",
+    );
+    let src = with(&format!("{QUEUED}retry_schedule = \"10s\"\n{REDIS}"));
+    only(
+        &src,
+        "source[gh].retry_schedule",
+        "retry_schedule",
+        "expected a sequence",
+    );
+}
+
+#[test]
+fn queue_settings_do_not_apply_to_forward_delivery() {
+    let src = with("retry_schedule = [\"1s\"]\n");
+    only(
+        &src,
+        "source[gh].retry_schedule",
+        "retry_schedule",
+        "only to delivery = \"queue\"",
+    );
+    let src = with("delivery = \"forward\"\nmax_in_flight = 4\n");
+    only(
+        &src,
+        "source[gh].max_in_flight",
+        "max_in_flight",
+        "only to delivery = \"queue\"",
+    );
+}
+
+#[test]
+fn admin_token_is_a_secret() {
+    let c = config(&with("[admin]\ntoken = \"t0ken\"\n"));
+    assert_eq!(
+        c.admin.token.as_ref().map(|t| t.expose().to_vec()),
+        Some(b"t0ken".to_vec())
+    );
+    assert!(!format!("{:?}", c.admin).contains("t0ken"));
+    assert!(config(BASE).admin.token.is_none());
+    let secrets = MapSecrets::default().env("ADMIN_TOKEN", "from-env");
+    let c = config_with(
+        &with("[admin]\ntoken = { env = \"ADMIN_TOKEN\" }\n"),
+        &secrets,
+    );
+    assert_eq!(
+        c.admin.token.as_ref().map(|t| t.expose().to_vec()),
+        Some(b"from-env".to_vec())
+    );
+    let src = with("[admin]\ntoken = { env = \"MISSING_TOKEN\" }\n");
+    only(&src, "admin.token", "token", "MISSING_TOKEN is not set");
+    let src = with("[admin]\ntoken = \"\"\n");
+    only(&src, "admin.token", "token", "empty");
+}
+
 // ---------------------------------------------------------------------------
 // [[source]] name and path
 

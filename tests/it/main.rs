@@ -14,16 +14,24 @@
 //! - `reload`: SIGHUP, refused configs, rotated secret files.
 //! - `logs`: request log lines, secrets never printed.
 //! - `shutdown`: SIGTERM / SIGINT drain.
+//! - `ordering`: the version gate, forward and queue, two versions at once.
+//! - `queue`: queue delivery: ack after enqueue, retries, 4xx, SIGKILL, replicas.
+//! - `dlq`: dead letters in both modes, `hookgate dlq`, the admin endpoints.
+//! - `delivery_kit`: what those three share (scripted app, in-process hookgate).
 
 mod support;
 
 mod admin;
 mod cli;
 mod concurrency;
+mod delivery_kit;
+mod dlq;
 mod forwarding;
 mod handshakes;
 mod logs;
+mod ordering;
 mod pipeline;
+mod queue;
 mod redis_store;
 mod reload;
 mod rotation;
