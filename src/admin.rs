@@ -1,15 +1,30 @@
 //! The admin listener: `/healthz`, `/readyz`, `/metrics`, one match on the path.
+//!
+//! With `[admin] token` set, also the dead letters: `GET /dlq[?source=NAME]`
+//! (a JSON list) and `POST /dlq/replay` with `{"id": "…"}` or
+//! `{"all": true, "source": "…"}` (source optional), both behind
+//! `Authorization: Bearer <token>`. Without a token they answer 404, as if
+//! they did not exist. The token is compared in constant time (as SHA-256
+//! digests, so its length does not leak either) and never logged.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{HeaderValue, Method, Response, StatusCode, header};
-use http_body_util::Full;
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, Limited};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
 
+use crate::config::secret::Secret;
+use crate::dlq::{self, Replayer};
 use crate::outcome::Body;
 use crate::state::State;
+
+/// Largest `POST /dlq/replay` body read.
+const MAX_ADMIN_BODY: usize = 64 * 1024;
 
 /// `/readyz` fails rather than wait longer than this for the store.
 const READY_PING_TIMEOUT: Duration = Duration::from_secs(2);
@@ -30,12 +45,20 @@ impl Readiness {
     }
 }
 
-pub async fn handle(
+pub async fn handle<B>(
     state: &Arc<State>,
     readiness: &Readiness,
-    method: &Method,
-    path: &str,
-) -> Response<Body> {
+    request: Request<B>,
+) -> Response<Body>
+where
+    B: hyper::body::Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let path = request.uri().path();
+    if path == "/dlq" || path == "/dlq/replay" {
+        return dead_letters(state, request).await;
+    }
+    let method = request.method();
     if method != Method::GET && method != Method::HEAD {
         return text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n");
     }
@@ -66,6 +89,157 @@ pub async fn handle(
         }
         _ => text(StatusCode::NOT_FOUND, "not found\n"),
     }
+}
+
+/// `GET /dlq` and `POST /dlq/replay`.
+async fn dead_letters<B>(state: &Arc<State>, request: Request<B>) -> Response<Body>
+where
+    B: hyper::body::Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let runtime = state.runtime();
+    let Some(token) = &runtime.config.admin.token else {
+        return text(StatusCode::NOT_FOUND, "not found\n");
+    };
+    if !authorized(request.headers(), token) {
+        let mut response = json(
+            StatusCode::UNAUTHORIZED,
+            &serde_json::json!({"error": "unauthorized"}),
+        );
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        return response;
+    }
+    let Some(redis) = state.store.as_redis() else {
+        return json(
+            StatusCode::CONFLICT,
+            &serde_json::json!({"error": dlq::Error::NoRedis.to_string()}),
+        );
+    };
+    let prefix = &runtime.config.store.key_prefix;
+    match (request.method().clone(), request.uri().path()) {
+        (Method::GET, "/dlq") => {
+            let source = query_param(request.uri().query(), "source");
+            match dlq::list(redis, prefix, source.as_deref()).await {
+                Ok(entries) => {
+                    let list: Vec<dlq::Summary> = entries.iter().map(dlq::Dead::summary).collect();
+                    json(StatusCode::OK, &serde_json::json!({ "entries": list }))
+                }
+                Err(e) => store_error(&e.into()),
+            }
+        }
+        (Method::POST, "/dlq/replay") => {
+            let body = match Limited::new(request.into_body(), MAX_ADMIN_BODY)
+                .collect()
+                .await
+            {
+                Ok(body) => body.to_bytes(),
+                Err(_) => return bad_request("the body could not be read (at most 64 KiB)"),
+            };
+            let Ok(asked) = serde_json::from_slice::<ReplayRequest>(&body) else {
+                return bad_request(r#"expected {"id": "…"} or {"all": true, "source": "…"}"#);
+            };
+            let replayer = Replayer {
+                config: &runtime.config,
+                store: &state.store,
+                forwarder: &state.forwarder,
+                metrics: &state.metrics,
+            };
+            let results = match (asked.id, asked.all) {
+                (Some(id), false) => replayer.replay_id(&id).await.map(|r| vec![(id, r)]),
+                (None, true) => replayer
+                    .replay_all(asked.source.as_deref())
+                    .await
+                    .map(|all| all.into_iter().map(|(d, r)| (d.id, r)).collect()),
+                _ => return bad_request(r#"give either "id" or "all": true"#),
+            };
+            match results {
+                Ok(results) => {
+                    let failed = results.iter().filter(|(_, r)| !r.is_success()).count();
+                    let list: Vec<serde_json::Value> = results
+                        .into_iter()
+                        .map(|(id, r)| {
+                            let mut v = serde_json::to_value(&r).unwrap_or_default();
+                            if let Some(o) = v.as_object_mut() {
+                                o.insert("id".into(), id.into());
+                            }
+                            v
+                        })
+                        .collect();
+                    json(
+                        StatusCode::OK,
+                        &serde_json::json!({ "results": list, "failed": failed }),
+                    )
+                }
+                Err(dlq::Error::NotFound(id)) => json(
+                    StatusCode::NOT_FOUND,
+                    &serde_json::json!({"error": "not_found", "id": id}),
+                ),
+                Err(e) => store_error(&e),
+            }
+        }
+        _ => text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n"),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReplayRequest {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    all: bool,
+    #[serde(default)]
+    source: Option<String>,
+}
+
+/// `Authorization: Bearer <token>`, compared in constant time.
+fn authorized(headers: &HeaderMap, token: &Secret) -> bool {
+    let Some(given) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+    else {
+        return false;
+    };
+    let given = Sha256::digest(given.trim().as_bytes());
+    let expected = Sha256::digest(token.expose());
+    given.ct_eq(&expected).into()
+}
+
+fn query_param(query: Option<&str>, name: &str) -> Option<String> {
+    query?
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.to_owned())
+        .filter(|v| !v.is_empty())
+}
+
+fn store_error(e: &dlq::Error) -> Response<Body> {
+    tracing::warn!(error = %e, "admin: dead-letter request failed");
+    json(
+        StatusCode::SERVICE_UNAVAILABLE,
+        &serde_json::json!({"error": "store_unavailable"}),
+    )
+}
+
+fn bad_request(message: &str) -> Response<Body> {
+    json(
+        StatusCode::BAD_REQUEST,
+        &serde_json::json!({"error": message}),
+    )
+}
+
+fn json(status: StatusCode, value: &serde_json::Value) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(value.to_string())));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
 fn text(status: StatusCode, body: &str) -> Response<Body> {

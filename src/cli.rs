@@ -53,4 +53,34 @@ pub enum Command {
         #[arg(long, allow_negative_numbers = true)]
         timestamp: Option<i64>,
     },
+    /// Inspect and replay dead letters (events the app could not take).
+    Dlq {
+        #[arg(long, env = "HOOKGATE_CONFIG", global = true)]
+        config: Option<PathBuf>,
+        /// Only the dead letters of this `[[source]]` (list and replay --all).
+        #[arg(long, global = true)]
+        source: Option<String>,
+        #[command(subcommand)]
+        action: DlqAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DlqAction {
+    /// One line per dead letter: id, source, event id, type, attempts, age, last error.
+    List,
+    /// One dead letter in full: its metadata, headers and body.
+    Show {
+        /// The entry id `list` prints.
+        id: String,
+    },
+    /// Send dead letters to the app again; each is removed on a 2xx.
+    #[command(group = clap::ArgGroup::new("which").required(true).args(["id", "all"]))]
+    Replay {
+        /// The entry id `list` prints.
+        id: Option<String>,
+        /// Every dead letter (of `--source`, when given).
+        #[arg(long)]
+        all: bool,
+    },
 }

@@ -8,10 +8,13 @@
 //! - [`route`]: the longest path prefix picks the `[[source]]`.
 //! - [`scheme`]: each sender's signature scheme; produces [`scheme::Verified`].
 //! - [`store`]: the nonce store (memory or Redis) that turns retries into duplicates.
+//! - [`ordering`]: the version gate: never older than what the app accepted.
 //! - [`forward`]: the pooled client to the app, header hygiene, timeouts.
+//! - [`queue`]: queue delivery: the durable stream, workers, retries.
+//! - [`dlq`]: dead letters: what the app could not take, and replay.
 //! - [`pipeline`]: the DESIGN §3 order, top to bottom, ending in one [`outcome::Outcome`].
 //! - [`outcome`]: one variant per status-table row; the only place statuses are chosen.
-//! - [`admin`]: `/healthz`, `/readyz`, `/metrics`.
+//! - [`admin`]: `/healthz`, `/readyz`, `/metrics`, and `/dlq` behind a token.
 //!
 //! Around them: [`cli`] (the command line), [`server`] (accept loop and drain),
 //! [`state`] (what requests share, swapped on reload), [`reload`], [`metrics`].
@@ -20,10 +23,13 @@
 pub mod admin;
 pub mod cli;
 pub mod config;
+pub mod dlq;
 pub mod forward;
 pub mod metrics;
+pub mod ordering;
 pub mod outcome;
 pub mod pipeline;
+pub mod queue;
 pub mod reload;
 pub mod route;
 pub mod scheme;
@@ -47,6 +53,8 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(25);
 
 /// Connections the admin listener holds at once (probes and a scraper need few).
 const ADMIN_MAX_CONNECTIONS: usize = 128;
+/// How often `hookgate_queue_depth` and `hookgate_dlq_depth` are read from Redis.
+pub const DEPTH_REFRESH: Duration = Duration::from_secs(5);
 
 /// The two already-bound listeners `run` serves.
 pub struct Listeners {
@@ -91,6 +99,20 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
         ADMIN_MAX_CONNECTIONS,
         server_config.request_read_timeout,
     );
+    if state.store.as_redis().is_none() {
+        tracing::warn!(
+            "dead letters need a redis store: with the memory store, events the app \
+             fails are not kept (the sender's own retries are all there is)"
+        );
+    }
+    // Queue workers and the depth gauges run beside the listeners; the
+    // workers stop reading at shutdown and finish the deliveries in hand.
+    let workers = tokio::spawn(queue::run_workers(Arc::clone(&state), shutdown.clone()));
+    let depths = tokio::spawn(queue::refresh_depths(
+        Arc::clone(&state),
+        DEPTH_REFRESH,
+        shutdown.clone(),
+    ));
 
     let public = {
         let state = Arc::clone(&state);
@@ -120,9 +142,7 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
             move |request, _peer| {
                 let state = Arc::clone(&state);
                 let readiness = Arc::clone(&readiness);
-                async move {
-                    admin::handle(&state, &readiness, request.method(), request.uri().path()).await
-                }
+                async move { admin::handle(&state, &readiness, request).await }
             },
             admin_shutdown.clone(),
             Duration::from_secs(1),
@@ -141,6 +161,8 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
         }
     };
     tokio::join!(public, draining);
+    let _ = workers.await;
+    let _ = depths.await;
     admin_shutdown.cancel();
     let _ = admin.await;
     tracing::info!("stopped");

@@ -1,6 +1,6 @@
 //! The `hookgate` binary: parses the command line, sets up logging, and hands
 //! over to the library. Exit codes: 0 success, 1 a refused config or failed
-//! command, 2 a usage error (from clap).
+//! command (for `dlq replay`: any entry not delivered), 2 a usage error.
 
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
-use hookgate::cli::{Cli, Command, LogFormat};
+use hookgate::cli::{Cli, Command, DlqAction, LogFormat};
 use hookgate::config::Config;
 use hookgate::state::State;
 use hookgate::{Listeners, reload};
@@ -44,6 +44,23 @@ fn main() -> ExitCode {
             id.as_deref(),
             timestamp,
         ),
+        Command::Dlq {
+            config,
+            source,
+            action,
+        } => {
+            let Some(config) = config else {
+                eprintln!("hookgate dlq: give the config with --config PATH (or HOOKGATE_CONFIG)");
+                return ExitCode::from(2);
+            };
+            match tokio::runtime::Runtime::new() {
+                Ok(runtime) => runtime.block_on(dlq(&config, source.as_deref(), action)),
+                Err(e) => {
+                    eprintln!("hookgate: cannot start the async runtime: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
     }
 }
 
@@ -206,7 +223,17 @@ fn sign(
             .map(|d| d.as_secs() as i64)
             .unwrap_or(0)
     });
-    for (name, value) in found.scheme.sign(key, &body, id, timestamp) {
+    let lines = match found.scheme.sign(key, &body, id, timestamp) {
+        Ok(lines) => lines,
+        Err(why) => {
+            eprintln!(
+                "hookgate sign: source {source:?} uses scheme \"{}\": {why}",
+                found.scheme.name()
+            );
+            return ExitCode::FAILURE;
+        }
+    };
+    for (name, value) in lines {
         println!("{name}: {value}");
     }
     ExitCode::SUCCESS
@@ -226,6 +253,217 @@ fn read_body(body_file: Option<&Path>) -> Result<Vec<u8>, String> {
                 .read_to_end(&mut body)
                 .map_err(|e| format!("cannot read standard input: {e}"))?;
             Ok(body)
+        }
+    }
+}
+
+/// `hookgate dlq list | show ID | replay (ID | --all) [--source NAME]`.
+async fn dlq(path: &Path, source: Option<&str>, action: DlqAction) -> ExitCode {
+    use hookgate::dlq::{self, Replayed, Replayer};
+
+    let config = match Config::load(path) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("{}", e.display_in(path));
+            return ExitCode::FAILURE;
+        }
+    };
+    let store = match hookgate::open_store(&config.store) {
+        Ok(store) => store,
+        Err(e) => {
+            eprintln!("hookgate dlq: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let Some(redis) = store.as_redis() else {
+        eprintln!("hookgate dlq: {}", dlq::Error::NoRedis);
+        return ExitCode::FAILURE;
+    };
+    let prefix = &config.store.key_prefix;
+    match action {
+        DlqAction::List => match dlq::list(redis, prefix, source).await {
+            Ok(entries) if entries.is_empty() => {
+                println!("no dead letters");
+                ExitCode::SUCCESS
+            }
+            Ok(entries) => {
+                print_list(&entries);
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("hookgate dlq list: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        DlqAction::Show { id } => match dlq::get(redis, prefix, &id).await {
+            Ok(dead) => {
+                print_entry(&dead);
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("hookgate dlq show: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        DlqAction::Replay { id, all } => {
+            let forwarder = hookgate::forward::Forwarder::new();
+            let metrics = hookgate::metrics::Metrics::new();
+            let replayer = Replayer {
+                config: &config,
+                store: &store,
+                forwarder: &forwarder,
+                metrics: &metrics,
+            };
+            let results = match (id, all) {
+                (Some(id), _) => replayer.replay_id(&id).await.map(|r| vec![(id, r)]),
+                (None, _) => replayer
+                    .replay_all(source)
+                    .await
+                    .map(|all| all.into_iter().map(|(d, r)| (d.id, r)).collect()),
+            };
+            let results = match results {
+                Ok(results) => results,
+                Err(e) => {
+                    eprintln!("hookgate dlq replay: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            if results.is_empty() {
+                println!("no dead letters to replay");
+                return ExitCode::SUCCESS;
+            }
+            let mut failed = 0;
+            for (id, result) in &results {
+                match result {
+                    Replayed::Delivered => println!("{id}: delivered"),
+                    Replayed::AlreadyDelivered => {
+                        println!("{id}: already delivered by a sender retry; removed")
+                    }
+                    Replayed::StaleVersion => {
+                        println!("{id}: the app has this version or a newer one; removed")
+                    }
+                    Replayed::InFlight => {
+                        failed += 1;
+                        println!("{id}: a copy of this event is in flight right now; kept")
+                    }
+                    Replayed::Failed { error, new_id } => {
+                        failed += 1;
+                        match new_id {
+                            Some(new_id) => println!("{id}: failed ({error}); kept as {new_id}"),
+                            None => println!("{id}: failed ({error}); settled by another replay"),
+                        }
+                    }
+                }
+            }
+            println!(
+                "{} replayed, {failed} not delivered",
+                results.len() - failed
+            );
+            if failed == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
+}
+
+fn print_list(entries: &[hookgate::dlq::Dead]) {
+    let rows: Vec<[String; 7]> = entries
+        .iter()
+        .map(|d| {
+            let s = d.summary();
+            [
+                s.id,
+                s.source,
+                s.event_id,
+                s.event_type.unwrap_or_else(|| "-".into()),
+                s.attempts.to_string(),
+                humantime::format_duration(std::time::Duration::from_secs(
+                    u64::try_from(s.age_secs).unwrap_or(0),
+                ))
+                .to_string()
+                .replace(' ', ""),
+                s.last_error.unwrap_or_else(|| "-".into()),
+            ]
+        })
+        .collect();
+    let header = [
+        "ID",
+        "SOURCE",
+        "EVENT ID",
+        "TYPE",
+        "ATTEMPTS",
+        "AGE",
+        "LAST ERROR",
+    ];
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row.iter()) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut out = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                out.push_str(cell);
+            } else {
+                out.push_str(&format!("{cell:<width$}  ", width = widths[i]));
+            }
+        }
+        println!("{}", out.trim_end());
+    };
+    line(header.to_vec());
+    for row in &rows {
+        line(row.iter().map(String::as_str).collect());
+    }
+}
+
+fn print_entry(dead: &hookgate::dlq::Dead) {
+    use base64::Engine as _;
+    let e = &dead.envelope;
+    let time = |ms: i64| {
+        let t = std::time::UNIX_EPOCH
+            + std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(0));
+        humantime::format_rfc3339_millis(t).to_string()
+    };
+    println!("id: {}", dead.id);
+    println!("source: {}", e.source);
+    println!("event id: {}", e.event_id);
+    println!("event type: {}", e.event_type.as_deref().unwrap_or("-"));
+    println!("delivery: {}", e.delivery);
+    println!("attempts: {}", e.attempts);
+    println!("last error: {}", e.last_error.as_deref().unwrap_or("-"));
+    println!("received: {}", time(e.received_ms));
+    if let Some(ms) = e.last_attempt_ms {
+        println!("last attempt: {}", time(ms));
+    }
+    if let Some(ms) = e.dead_ms {
+        println!("dead letter since: {}", time(ms));
+    }
+    println!("request: {} {}", e.method, e.uri);
+    println!("headers:");
+    for (name, value) in e.header_map().iter() {
+        match value.to_str() {
+            Ok(v) => println!("  {name}: {v}"),
+            Err(_) => println!(
+                "  {name}: (base64) {}",
+                base64::engine::general_purpose::STANDARD.encode(value.as_bytes())
+            ),
+        }
+    }
+    match std::str::from_utf8(&e.body) {
+        Ok(text) => {
+            println!("body ({} bytes, text):", e.body.len());
+            println!("{text}");
+        }
+        Err(_) => {
+            println!("body ({} bytes, base64):", e.body.len());
+            println!(
+                "{}",
+                base64::engine::general_purpose::STANDARD.encode(&e.body)
+            );
         }
     }
 }

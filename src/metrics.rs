@@ -39,6 +39,12 @@ pub struct ListenerLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SourceResult {
+    pub source: String,
+    pub result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReloadResult {
     pub result: &'static str,
 }
@@ -63,6 +69,12 @@ pub struct Metrics {
     pub signature_matches: Family<SourceSecret, Counter>,
     pub dlq_depth: Gauge,
     pub queue_depth: Family<SourceLabel, Gauge>,
+    /// Queue delivery attempts by result: `delivered`, `retry`, `dropped`
+    /// (a 4xx, never retried), `dead_lettered` (schedule exhausted),
+    /// `stale_version` / `duplicate` (the app already had that version).
+    pub delivery_attempts: Family<SourceResult, Counter>,
+    /// Dead letters written, both delivery modes.
+    pub dead_letters: Family<SourceLabel, Counter>,
     pub store_errors: Counter,
     pub config_reloads: Family<ReloadResult, Counter>,
     /// Connections open now, per listener (beyond DESIGN §7: the cap's headroom).
@@ -124,6 +136,18 @@ impl Metrics {
             "Queued events not yet delivered",
             queue_depth.clone(),
         );
+        let delivery_attempts = Family::<SourceResult, Counter>::default();
+        registry.register(
+            "hookgate_delivery_attempts",
+            "Queue delivery attempts by result (delivered, retry, dropped, dead_lettered, stale_version, duplicate)",
+            delivery_attempts.clone(),
+        );
+        let dead_letters = Family::<SourceLabel, Counter>::default();
+        registry.register(
+            "hookgate_dead_letters",
+            "Events written to the dead-letter stream",
+            dead_letters.clone(),
+        );
         let store_errors = Counter::default();
         registry.register(
             "hookgate_store_errors",
@@ -157,6 +181,8 @@ impl Metrics {
             signature_matches,
             dlq_depth,
             queue_depth,
+            delivery_attempts,
+            dead_letters,
             store_errors,
             config_reloads,
             connections_open,
@@ -205,6 +231,31 @@ impl Metrics {
             .observe(seconds.max(0.0));
     }
 
+    pub fn delivery(&self, source: &str, result: &'static str) {
+        self.delivery_attempts
+            .get_or_create(&SourceResult {
+                source: source.to_owned(),
+                result,
+            })
+            .inc();
+    }
+
+    pub fn dead_letter(&self, source: &str) {
+        self.dead_letters
+            .get_or_create(&SourceLabel {
+                source: source.to_owned(),
+            })
+            .inc();
+    }
+
+    pub fn set_queue_depth(&self, source: &str, depth: i64) {
+        self.queue_depth
+            .get_or_create(&SourceLabel {
+                source: source.to_owned(),
+            })
+            .set(depth);
+    }
+
     pub fn reload(&self, ok: bool) {
         let result = if ok { "success" } else { "failure" };
         self.config_reloads
@@ -237,6 +288,9 @@ mod tests {
         m.connections_rejected
             .get_or_create(&ListenerLabel { listener: "public" })
             .inc();
+        m.delivery("stripe", "retry");
+        m.dead_letter("stripe");
+        m.set_queue_depth("stripe", 3);
         let text = m.encode();
         for needle in [
             r#"hookgate_requests_total{source="stripe",outcome="forwarded"} 1"#,
@@ -248,6 +302,9 @@ mod tests {
             r#"hookgate_config_reloads_total{result="failure"} 1"#,
             "hookgate_dlq_depth 0",
             r#"hookgate_connections_rejected_total{listener="public"} 1"#,
+            r#"hookgate_delivery_attempts_total{source="stripe",result="retry"} 1"#,
+            r#"hookgate_dead_letters_total{source="stripe"} 1"#,
+            r#"hookgate_queue_depth{source="stripe"} 3"#,
         ] {
             assert!(text.contains(needle), "missing {needle} in\n{text}");
         }

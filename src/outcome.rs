@@ -38,6 +38,8 @@ pub enum Outcome {
     MalformedBody,
     /// Event type filtered out by `event_types`.
     Ignored,
+    /// A provider's endpoint check, answered by hookgate (not forwarded).
+    Handshake,
     Duplicate {
         event_id: String,
     },
@@ -75,6 +77,7 @@ impl Outcome {
             Outcome::TimestampOutsideWindow => "timestamp_outside_window",
             Outcome::MalformedBody => "malformed_body",
             Outcome::Ignored => "ignored",
+            Outcome::Handshake => "handshake",
             Outcome::Duplicate { .. } => "duplicate",
             Outcome::InFlight => "in_flight",
             Outcome::StaleVersion => "stale_version",
@@ -101,6 +104,7 @@ impl Outcome {
             | Outcome::TimestampOutsideWindow
             | Outcome::MalformedBody => StatusCode::BAD_REQUEST,
             Outcome::Ignored
+            | Outcome::Handshake
             | Outcome::Duplicate { .. }
             | Outcome::StaleVersion
             | Outcome::Queued { .. }
@@ -127,6 +131,7 @@ impl Outcome {
     fn body(&self) -> String {
         match self {
             Outcome::Ignored => r#"{"ignored":true}"#.to_owned(),
+            Outcome::Handshake => r#"{"handshake":true}"#.to_owned(),
             Outcome::StaleVersion => r#"{"ignored":"stale_version"}"#.to_owned(),
             Outcome::Duplicate { event_id } => {
                 format!(

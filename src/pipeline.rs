@@ -1,7 +1,11 @@
 //! The request pipeline, in the order DESIGN §3 fixes:
 //!
 //! route → read raw body → verify signature → check timestamp → parse →
-//! filter → nonce → forward → commit or release.
+//! filter → nonce → version gate → forward or enqueue → commit or release.
+//!
+//! A forward failure (5xx, unreachable, too slow) is also counted per event
+//! id; the third in a row copies the event to the dead-letter stream
+//! ([`crate::dlq`]).
 //!
 //! Everything after the body is read works on plain values, so the whole
 //! pipeline runs without a socket in tests. Each request ends in exactly one
@@ -17,9 +21,12 @@ use http::{Method, Request, Response};
 use http_body_util::{BodyExt, Limited};
 use sha2::{Digest, Sha256};
 
-use crate::config::{OnStoreError, Source, Unmatched};
+use crate::config::{Delivery, OnStoreError, Source, Unmatched};
+use crate::dlq;
 use crate::forward::{self, Stamp};
+use crate::ordering::{Check, Gate};
 use crate::outcome::{Body, Outcome};
+use crate::queue::{self, Envelope, Received};
 use crate::scheme::Verified;
 use crate::state::{Runtime, State};
 use crate::store::Claim;
@@ -60,6 +67,16 @@ where
     let source = &runtime.config.sources[index];
 
     if parts.method != Method::POST {
+        // A provider's endpoint check (Dropbox/Nylas GET challenge, Okta,
+        // X CRC, Trello HEAD) is answered here; anything else is refused.
+        let reply =
+            source
+                .scheme
+                .handshake_before(&source.keys, &parts.method, &parts.uri, &parts.headers);
+        if let Some(reply) = reply {
+            let response = reply.into_response();
+            return finish(state, source, None, Outcome::Handshake, Some(response));
+        }
         return finish(state, source, None, Outcome::MethodNotAllowed, None);
     }
     let server = &runtime.config.server;
@@ -92,6 +109,23 @@ where
         .metrics
         .signature_match(&source.name, verified.secret_index);
 
+    // A verified endpoint check (Slack url_verification, Zoom url_validation,
+    // Twitch callback verification, Discord PING) is answered by hookgate.
+    if let Some(reply) =
+        source
+            .scheme
+            .handshake_after(&source.keys, &verified, &parts.headers, &body)
+    {
+        let response = reply.into_response();
+        return finish(
+            state,
+            source,
+            Some(&verified),
+            Outcome::Handshake,
+            Some(response),
+        );
+    }
+
     if !source.accepts_type(verified.event_type.as_deref()) {
         return finish(state, source, Some(&verified), Outcome::Ignored, None);
     }
@@ -114,7 +148,7 @@ where
     }
 }
 
-/// Nonce → forward → commit or release.
+/// Nonce → version gate → forward or enqueue → commit or release.
 async fn deliver(
     state: &Arc<State>,
     runtime: &Runtime,
@@ -130,6 +164,13 @@ async fn deliver(
     let key = nonce_key(&runtime.config.store.key_prefix, &source.name, &event_id);
     let token = format!("{:032x}", rand::random::<u128>());
     let lease = server.upstream_timeout.saturating_add(LEASE_MARGIN);
+    let ev = Event {
+        source,
+        verified: &verified,
+        event_id: &event_id,
+        nonce: &key,
+        token: &token,
+    };
 
     match state.store.claim(&key, &token, lease).await {
         Ok(Claim::Fresh) => {}
@@ -166,6 +207,31 @@ async fn deliver(
         }
     }
 
+    // The version gate: the body is read for it only when the source has one.
+    let gate = match &source.ordering {
+        None => None,
+        Some(ordering) => match Gate::read(ordering, &body) {
+            Ok(gate) => Some(gate),
+            Err(e) => {
+                tracing::debug!(source = %source.name, event_id = %event_id, reason = %e, "no resource version in a verified body");
+                release(state, source, &key, &token, &event_id).await;
+                return finish(state, source, Some(&verified), Outcome::MalformedBody, None);
+            }
+        },
+    };
+    let lock = match &gate {
+        None => None,
+        Some(gate) => match pass_gate(state, runtime, &ev, gate, lease).await {
+            Ok(lock) => lock,
+            Err(outcome) => return finish(state, source, Some(&verified), outcome, None),
+        },
+    };
+
+    if source.delivery == Delivery::Queue {
+        let outcome = enqueue(state, runtime, &ev, &parts, body, peer, gate.as_ref()).await;
+        return finish(state, source, Some(&verified), outcome, None);
+    }
+
     let stamp = Stamp {
         event_id: &event_id,
         source: &source.name,
@@ -178,18 +244,28 @@ async fn deliver(
             &server.upstream,
             server.upstream_timeout,
             &parts,
-            body,
+            body.clone(),
             peer,
             Some(stamp),
         )
         .await;
     let elapsed = started.elapsed().as_secs_f64();
 
-    match sent {
+    let failure = match sent {
         Ok(response) if response.status().is_success() => {
             state
                 .metrics
                 .upstream_response(&source.name, "2xx", elapsed);
+            if let Some(gate) = &gate
+                && let Err(e) = gate
+                    .advance(&state.store, &runtime.config.store.key_prefix, &source.name)
+                    .await
+            {
+                // The app has the event; only an older one could slip through later.
+                state.metrics.store_errors.inc();
+                tracing::warn!(source = %source.name, event_id = %event_id, error = %e, "version advance failed");
+            }
+            unlock(state, source, lock, &event_id).await;
             let ttl = runtime.config.store.nonce_ttl;
             if let Err(e) = state.store.commit(&key, &token, ttl).await {
                 // The app took the event: its 2xx stands. The commit is tried
@@ -197,23 +273,24 @@ async fn deliver(
                 // that, a retry after the lease expires is forwarded again.
                 state.metrics.store_errors.inc();
                 tracing::warn!(source = %source.name, event_id = %event_id, error = %e, "nonce commit failed; retrying in the background");
-                retry_commit(state, key, token, ttl, source.name.clone());
+                retry_commit(state, key.clone(), token.clone(), ttl, source.name.clone());
             }
             if let Some(ts) = verified.timestamp {
                 state
                     .metrics
                     .completion(&source.name, unix_now_f64() - ts as f64);
             }
-            finish(
+            return finish(
                 state,
                 source,
                 Some(&verified),
                 Outcome::Forwarded,
                 Some(response),
-            )
+            );
         }
         Ok(response) => {
-            let class = if response.status().is_client_error() {
+            let status = response.status();
+            let class = if status.is_client_error() {
                 "4xx"
             } else {
                 "5xx"
@@ -221,27 +298,205 @@ async fn deliver(
             state
                 .metrics
                 .upstream_response(&source.name, class, elapsed);
+            unlock(state, source, lock, &event_id).await;
             release(state, source, &key, &token, &event_id).await;
-            finish(
+            let response = finish(
                 state,
                 source,
                 Some(&verified),
                 Outcome::Forwarded,
                 Some(response),
-            )
+            );
+            if !status.is_server_error() {
+                return response;
+            }
+            (response, format!("app answered {status}"))
         }
         Err(e) => {
             state
                 .metrics
                 .upstream_response(&source.name, "error", elapsed);
             tracing::warn!(source = %source.name, event_id = %event_id, error = %e, "forward failed");
+            unlock(state, source, lock, &event_id).await;
             release(state, source, &key, &token, &event_id).await;
             let outcome = match e {
                 forward::Error::Timeout(_) => Outcome::UpstreamTimeout,
                 forward::Error::Unavailable(_) => Outcome::UpstreamUnavailable,
             };
-            finish(state, source, Some(&verified), outcome, None)
+            let response = finish(state, source, Some(&verified), outcome, None);
+            (response, e.to_string())
         }
+    };
+    let (response, error) = failure;
+    let received = Received {
+        source,
+        event_id: &event_id,
+        event_type: verified.event_type.as_deref(),
+        signed_at: verified.timestamp,
+        peer,
+        gate: gate.as_ref(),
+    };
+    count_failure(state, runtime, Envelope::new(&parts, body, received), error).await;
+    response
+}
+
+/// What the steps after the claim share about the event.
+struct Event<'a> {
+    source: &'a Source,
+    verified: &'a Verified,
+    event_id: &'a str,
+    /// The nonce key and this request's token in it.
+    nonce: &'a str,
+    token: &'a str,
+}
+
+/// The version gate (DESIGN §5). Returns the resource lease to hold until
+/// the app answered (forward mode), or the outcome that ends the request. A
+/// stale or equal version settles the event: its nonce is committed, so a
+/// sender retry is a cheap duplicate that needs no version read.
+async fn pass_gate(
+    state: &State,
+    runtime: &Runtime,
+    ev: &Event<'_>,
+    gate: &Gate,
+    lease: Duration,
+) -> Result<Option<(String, String)>, Outcome> {
+    let source = ev.source;
+    let prefix = &runtime.config.store.key_prefix;
+    // Queue workers take the resource lease themselves, at delivery time.
+    let lock = if source.delivery == Delivery::Forward {
+        let key = gate.lock_key(prefix, &source.name);
+        match state.store.claim(&key, ev.token, lease).await {
+            Ok(Claim::Fresh) => Some((key, ev.token.to_owned())),
+            Ok(_) => {
+                release(state, source, ev.nonce, ev.token, ev.event_id).await;
+                return Err(Outcome::InFlight);
+            }
+            Err(e) => {
+                state.metrics.store_errors.inc();
+                tracing::warn!(source = %source.name, event_id = %ev.event_id, error = %e, "version lock failed");
+                release(state, source, ev.nonce, ev.token, ev.event_id).await;
+                return Err(Outcome::StoreUnavailable);
+            }
+        }
+    } else {
+        None
+    };
+    let settled = match gate.check(&state.store, prefix, &source.name).await {
+        Ok(Check::Newer) => return Ok(lock),
+        Ok(Check::Stale) => Outcome::StaleVersion,
+        Ok(Check::Equal) => Outcome::Duplicate {
+            event_id: ev.event_id.to_owned(),
+        },
+        Err(e) => {
+            state.metrics.store_errors.inc();
+            tracing::warn!(source = %source.name, event_id = %ev.event_id, error = %e, "version check failed");
+            unlock(state, source, lock, ev.event_id).await;
+            release(state, source, ev.nonce, ev.token, ev.event_id).await;
+            return Err(Outcome::StoreUnavailable);
+        }
+    };
+    unlock(state, source, lock, ev.event_id).await;
+    if let Err(e) = state
+        .store
+        .commit(ev.nonce, ev.token, runtime.config.store.nonce_ttl)
+        .await
+    {
+        state.metrics.store_errors.inc();
+        tracing::warn!(source = %source.name, event_id = %ev.event_id, error = %e, "nonce commit failed");
+    }
+    Err(settled)
+}
+
+/// Queue delivery: the raw request goes to the source's stream, the nonce is
+/// committed, and only then is the sender answered 200.
+async fn enqueue(
+    state: &State,
+    runtime: &Runtime,
+    ev: &Event<'_>,
+    parts: &http::request::Parts,
+    body: Bytes,
+    peer: Option<IpAddr>,
+    gate: Option<&Gate>,
+) -> Outcome {
+    let source = ev.source;
+    let Some(redis) = state.store.as_redis() else {
+        // Config validation refuses queue delivery on the memory store.
+        release(state, source, ev.nonce, ev.token, ev.event_id).await;
+        return Outcome::StoreUnavailable;
+    };
+    let received = Received {
+        source,
+        event_id: ev.event_id,
+        event_type: ev.verified.event_type.as_deref(),
+        signed_at: ev.verified.timestamp,
+        peer,
+        gate,
+    };
+    let envelope = Envelope::new(parts, body, received);
+    if let Err(e) = queue::enqueue(redis, &runtime.config.store.key_prefix, &envelope).await {
+        state.metrics.store_errors.inc();
+        tracing::warn!(source = %source.name, event_id = %ev.event_id, error = %e, "enqueue failed");
+        release(state, source, ev.nonce, ev.token, ev.event_id).await;
+        return Outcome::StoreUnavailable;
+    }
+    if let Err(e) = state
+        .store
+        .commit(ev.nonce, ev.token, runtime.config.store.nonce_ttl)
+        .await
+    {
+        // The event is queued and will be delivered; only a sender retry
+        // after the lease could queue it a second time.
+        state.metrics.store_errors.inc();
+        tracing::warn!(source = %source.name, event_id = %ev.event_id, error = %e, "nonce commit failed");
+    }
+    Outcome::Queued {
+        event_id: ev.event_id.to_owned(),
+    }
+}
+
+/// Counts a forward failure (5xx, unreachable, too slow) of one event id; the
+/// [`dlq::FORWARD_FAILURES`]th in a row copies it to the dead-letter stream.
+async fn count_failure(state: &State, runtime: &Runtime, mut envelope: Envelope, error: String) {
+    let Some(redis) = state.store.as_redis() else {
+        return;
+    };
+    let prefix = &runtime.config.store.key_prefix;
+    let key = dlq::fail_key(prefix, &envelope.source, &envelope.event_id);
+    let count = match dlq::record_failure(redis, &key, runtime.config.store.nonce_ttl).await {
+        Ok(count) => count,
+        Err(e) => {
+            state.metrics.store_errors.inc();
+            tracing::warn!(source = %envelope.source, event_id = %envelope.event_id, error = %e, "failure count not recorded");
+            return;
+        }
+    };
+    if count != dlq::FORWARD_FAILURES {
+        return;
+    }
+    envelope.attempts = u32::try_from(count).unwrap_or(u32::MAX);
+    envelope.last_error = Some(error);
+    envelope.last_attempt_ms = Some(queue::now_ms());
+    envelope.dead_ms = envelope.last_attempt_ms;
+    match dlq::add(redis, prefix, &envelope).await {
+        Ok(id) => {
+            state.metrics.dead_letter(&envelope.source);
+            tracing::warn!(source = %envelope.source, event_id = %envelope.event_id, event_type = envelope.event_type.as_deref(), dlq_id = %id, attempts = count, "the app failed this event {count} times in a row; copied to the dead-letter stream");
+        }
+        Err(e) => {
+            state.metrics.store_errors.inc();
+            tracing::warn!(source = %envelope.source, event_id = %envelope.event_id, error = %e, "dead letter not written");
+        }
+    }
+}
+
+/// Gives up a resource lease taken by the version gate.
+async fn unlock(state: &State, source: &Source, lock: Option<(String, String)>, event_id: &str) {
+    if let Some((key, token)) = lock
+        && let Err(e) = state.store.release(&key, &token).await
+    {
+        state.metrics.store_errors.inc();
+        tracing::warn!(source = %source.name, event_id = %event_id, error = %e, "version lock release failed; it expires with its lease");
     }
 }
 

@@ -99,6 +99,7 @@ fn fingerprint(state: &State, path: &Path) -> [u8; 32] {
     let tls = runtime.config.server.tls.iter();
     let files = std::iter::once(path)
         .chain(tls.flat_map(|t| [t.cert.as_path(), t.key.as_path()]))
+        .chain(runtime.config.admin.token_file.as_deref())
         .chain(
             runtime
                 .config

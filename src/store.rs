@@ -91,6 +91,15 @@ impl Store {
         }
     }
 
+    /// The Redis backend, which the queue and the dead letters need; `None`
+    /// for the memory store.
+    pub fn as_redis(&self) -> Option<&redis::RedisStore> {
+        match self {
+            Store::Memory(_) => None,
+            Store::Redis(store) => Some(store),
+        }
+    }
+
     /// Checks the backend answers (for `/readyz`).
     pub async fn ping(&self) -> Result<(), Error> {
         match self {

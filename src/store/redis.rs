@@ -280,6 +280,36 @@ impl RedisStore {
         Ok(moved == 1)
     }
 
+    /// Runs one command (the queue and dead-letter verbs build their own).
+    /// Under [`COMMAND_TIMEOUT`]; never a blocking command: the connection is
+    /// shared with every request.
+    pub async fn query<T>(&self, cmd: &Cmd) -> Result<T, Error>
+    where
+        T: redis::FromRedisValue + Send,
+    {
+        self.run(|mut conn| async move { cmd.query_async(&mut conn).await })
+            .await
+    }
+
+    /// Runs `script` on `keys` (all in one cluster slot) with binary-safe
+    /// arguments (EVALSHA, loading it on `NOSCRIPT`).
+    pub async fn eval<T>(&self, script: &Script, keys: &[&str], args: &[&[u8]]) -> Result<T, Error>
+    where
+        T: redis::FromRedisValue + Send,
+    {
+        self.run(|mut conn| async move {
+            let mut invocation = script.prepare_invoke();
+            for key in keys {
+                invocation.key(*key);
+            }
+            for arg in args {
+                invocation.arg(*arg);
+            }
+            invocation.invoke_async(&mut conn).await
+        })
+        .await
+    }
+
     /// Runs `script` on one key (EVALSHA, loading it on `NOSCRIPT`).
     async fn script<T>(&self, script: &'static Script, key: &str, args: &[&str]) -> Result<T, Error>
     where

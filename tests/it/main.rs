@@ -5,6 +5,7 @@
 //! - `pipeline`: each row of the DESIGN §3 status table, in forward mode.
 //! - `forwarding`: what the app receives, byte for byte.
 //! - `schemes`: every built-in scheme (and a generic one) end to end.
+//! - `handshakes`: provider endpoint checks answered by hookgate.
 //! - `concurrency`: many copies of one event, several replicas.
 //! - `redis_store`: Redis going away and coming back, the key layout, cluster.
 //! - `store`: the store backends against a real Redis.
@@ -20,6 +21,10 @@
 //! - `properties`: sign/verify round trips and single-byte tampering, every scheme.
 //! - `store_failure`: `on_store_error`, and a commit that fails after the app's 2xx.
 //! - `secrets`: no secret in any output, even at trace level.
+//! - `ordering`: the version gate, forward and queue, two versions at once.
+//! - `queue`: queue delivery: ack after enqueue, retries, 4xx, SIGKILL, replicas.
+//! - `dlq`: dead letters in both modes, `hookgate dlq`, the admin endpoints.
+//! - `delivery_kit`: what those three share (scripted app, in-process hookgate).
 
 mod support;
 
@@ -27,16 +32,23 @@ mod admin;
 mod cli;
 mod cluster;
 mod concurrency;
+mod delivery_kit;
+mod dlq;
 mod faults;
 mod forwarding;
+mod handshakes;
 mod hostile;
 mod logs;
+mod ordering;
 mod pipeline;
 mod properties;
+mod queue;
 mod redis_store;
 mod reload;
+mod rotation;
 mod schemes;
 mod secrets;
 mod shutdown;
 mod store;
 mod store_failure;
+mod tls;

@@ -354,6 +354,13 @@ impl SourceSpec {
         SourceSpec::new("stripe", Scheme::Stripe, STRIPE_SECRET).tolerance("5m")
     }
 
+    /// A source of catalog provider `name` (one that signs no URL).
+    pub fn provider(name: &str, secret: &str) -> SourceSpec {
+        let scheme = Scheme::by_name(name, None)
+            .unwrap_or_else(|| panic!("{name} is not a catalog provider"));
+        SourceSpec::new(name, scheme, secret)
+    }
+
     pub fn github() -> SourceSpec {
         SourceSpec::new("github", Scheme::Github, GITHUB_SECRET)
     }
@@ -374,13 +381,12 @@ impl SourceSpec {
     /// id in a header, type at a JSON pointer.
     pub fn acme() -> SourceSpec {
         let generic = Generic {
-            signature_header: HeaderName::from_static("x-acme-signature"),
             signature_prefix: Some("sha256=".to_owned()),
-            encoding: Encoding::Hex,
             signed_payload: "{id}.{timestamp}.{body}".to_owned(),
             timestamp_header: Some(HeaderName::from_static("x-acme-timestamp")),
             event_id: Some(Locator::Header(HeaderName::from_static("x-acme-delivery"))),
             event_type: Some(Locator::Pointer("/kind".to_owned())),
+            ..Generic::new(HeaderName::from_static("x-acme-signature"), Encoding::Hex)
         };
         let mut spec = SourceSpec::new("acme", Scheme::Generic(Box::new(generic)), ACME_SECRET)
             .tolerance("5m");
@@ -401,15 +407,10 @@ event_type = { pointer = "/kind" }
     /// A `generic` sender with no event type and no event id: base64 HMAC of
     /// the body alone, so the id is the body's SHA-256.
     pub fn bare() -> SourceSpec {
-        let generic = Generic {
-            signature_header: HeaderName::from_static("x-bare-signature"),
-            signature_prefix: None,
-            encoding: Encoding::Base64,
-            signed_payload: "{body}".to_owned(),
-            timestamp_header: None,
-            event_id: None,
-            event_type: None,
-        };
+        let generic = Generic::new(
+            HeaderName::from_static("x-bare-signature"),
+            Encoding::Base64,
+        );
         let mut spec = SourceSpec::new("bare", Scheme::Generic(Box::new(generic)), ACME_SECRET);
         spec.extra_toml = r#"
 [source.generic]
@@ -564,6 +565,7 @@ encoding = "base64"
                 }
                 event
             }
+            other => panic!("no typical event for scheme {}", other.name()),
         }
     }
 
@@ -619,7 +621,9 @@ pub fn sign_raw(
     let key = scheme
         .prepare_key(&Secret::new(secret.as_bytes()))
         .unwrap_or_else(|e| panic!("test secret unusable for {}: {e}", scheme.name()));
-    scheme.sign(&key, body, id, timestamp)
+    scheme
+        .sign(&key, body, id, timestamp)
+        .unwrap_or_else(|e| panic!("{} cannot sign: {e}", scheme.name()))
 }
 
 /// `signed` plus `extra`, where an `extra` header replaces a signed one of the same name.

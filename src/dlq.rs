@@ -1,0 +1,420 @@
+//! Dead letters (DESIGN §6): events the app could not take, kept with their
+//! raw request so an operator can send them again once the app is fixed.
+//!
+//! One stream, `{prefix}:dlq`, one field `e` per entry holding an
+//! [`Envelope`] (source, event id and type, method, path, headers, raw body,
+//! attempt count, last error, times). An entry id (`1732950000000-0`) is what
+//! `hookgate dlq list` prints and `show`/`replay` take.
+//!
+//! Entries come from:
+//! - queue delivery, when the retry schedule runs out, or at once when the app
+//!   answers a 4xx other than 429 (never retried, but kept: a 4xx is usually
+//!   a bug in the app, and replaying after the fix recovers the event);
+//! - forward delivery, when the app failed one event id
+//!   [`FORWARD_FAILURES`] times in a row (5xx, unreachable, too slow). The
+//!   count lives in `{prefix}:fail:{source}:{event_id}`, expiring `nonce_ttl`
+//!   after the last failure. It needs no reset on success: a 2xx marks the
+//!   nonce done for `nonce_ttl`, so no later attempt of that event can reach
+//!   the app (and the count) before the count has expired. The entry is
+//!   copied once, on the third failure; the sender keeps retrying as usual.
+//!
+//! Dead letters need Redis. With the memory store nothing is kept (a restart
+//! would lose it anyway): hookgate says so at start, and `hookgate dlq`
+//! refuses to run.
+//!
+//! # Replay
+//!
+//! Sends the stored request to the app with the `X-Verified-*` headers. On a
+//! 2xx the entry is removed. Otherwise it is kept with the new error and
+//! attempt count; stream entries cannot change, so it is written again under
+//! a new id (atomically with removing the old one) and the new id reported.
+//! A forward-mode entry first claims the event's nonce like any request: if a
+//! sender retry got the event through meanwhile (`done`), the entry is
+//! removed without sending it twice; if a copy is in flight right now, it is
+//! left for later. An entry whose source has a version gate is removed
+//! without sending when the app already has that version or a newer one.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use redis::Script;
+use redis::streams::{StreamId, StreamRangeReply};
+use serde::Serialize;
+
+use crate::config::Config;
+use crate::forward::Forwarder;
+use crate::metrics::Metrics;
+use crate::ordering::Check;
+use crate::pipeline::nonce_key;
+use crate::queue::{self, Attempt, Envelope};
+use crate::store::redis::RedisStore;
+use crate::store::{self, Claim, Store};
+
+/// Consecutive failures of one event id in forward mode that make a dead letter.
+pub const FORWARD_FAILURES: u64 = 3;
+/// Entries read per `XRANGE` page.
+const PAGE: usize = 200;
+
+/// `{prefix}:dlq`.
+pub fn stream_key(prefix: &str) -> String {
+    format!("{prefix}:dlq")
+}
+
+/// `{prefix}:fail:{source}:{event_id}`: consecutive forward failures.
+pub fn fail_key(prefix: &str, source: &str, event_id: &str) -> String {
+    format!("{prefix}:fail:{source}:{event_id}")
+}
+
+/// Counts one failure. KEYS[1] = fail key; ARGV[1] = ttl in ms. Returns the count.
+static FAIL: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local n = redis.call('INCR', KEYS[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return n
+",
+    )
+});
+
+/// Rewrites an entry after a failed replay. KEYS[1] = dlq; ARGV[1] = old id,
+/// ARGV[2] = envelope. Returns the new id, or nil when the old entry was
+/// already gone (another replay settled it).
+static REPLACE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('XDEL', KEYS[1], ARGV[1]) == 0 then return false end
+return redis.call('XADD', KEYS[1], '*', 'e', ARGV[2])
+",
+    )
+});
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("dead letters need a redis or redis-cluster store; the memory store keeps none")]
+    NoRedis,
+    #[error(transparent)]
+    Store(#[from] store::Error),
+    #[error("no dead letter with id {0}")]
+    NotFound(String),
+}
+
+/// One dead letter.
+#[derive(Debug, Clone)]
+pub struct Dead {
+    /// The stream entry id.
+    pub id: String,
+    pub envelope: Envelope,
+}
+
+/// What `list` shows about a dead letter (and `GET /dlq` returns).
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub id: String,
+    pub source: String,
+    pub event_id: String,
+    pub event_type: Option<String>,
+    pub delivery: String,
+    pub attempts: u32,
+    pub last_error: Option<String>,
+    /// Unix ms.
+    pub received_ms: i64,
+    pub dead_ms: Option<i64>,
+    /// Seconds since hookgate received the event.
+    pub age_secs: i64,
+}
+
+impl Dead {
+    pub fn summary(&self) -> Summary {
+        let e = &self.envelope;
+        Summary {
+            id: self.id.clone(),
+            source: e.source.clone(),
+            event_id: e.event_id.clone(),
+            event_type: e.event_type.clone(),
+            delivery: e.delivery.clone(),
+            attempts: e.attempts,
+            last_error: e.last_error.clone(),
+            received_ms: e.received_ms,
+            dead_ms: e.dead_ms,
+            age_secs: (queue::now_ms() - e.received_ms).max(0) / 1000,
+        }
+    }
+}
+
+/// Appends a dead letter; returns its id.
+pub async fn add(
+    redis: &RedisStore,
+    prefix: &str,
+    envelope: &Envelope,
+) -> Result<String, store::Error> {
+    let mut cmd = redis::cmd("XADD");
+    cmd.arg(stream_key(prefix))
+        .arg("*")
+        .arg("e")
+        .arg(envelope.encode());
+    redis.query(&cmd).await
+}
+
+/// Number of dead letters.
+pub async fn depth(redis: &RedisStore, prefix: &str) -> Result<i64, store::Error> {
+    redis
+        .query(redis::cmd("XLEN").arg(stream_key(prefix)))
+        .await
+}
+
+/// Counts a forward failure of one event; returns the count in a row.
+pub async fn record_failure(
+    redis: &RedisStore,
+    key: &str,
+    ttl: Duration,
+) -> Result<u64, store::Error> {
+    let ttl = u64::try_from(ttl.as_millis())
+        .unwrap_or(u64::MAX)
+        .max(1)
+        .to_string();
+    redis.eval(&FAIL, &[key], &[ttl.as_bytes()]).await
+}
+
+/// Every dead letter, oldest first, of one source or all.
+pub async fn list(
+    redis: &RedisStore,
+    prefix: &str,
+    source: Option<&str>,
+) -> Result<Vec<Dead>, store::Error> {
+    let key = stream_key(prefix);
+    let mut out = Vec::new();
+    let mut start = "-".to_owned();
+    loop {
+        let mut cmd = redis::cmd("XRANGE");
+        cmd.arg(&key).arg(&start).arg("+").arg("COUNT").arg(PAGE);
+        let page: StreamRangeReply = redis.query(&cmd).await?;
+        let n = page.ids.len();
+        if let Some(last) = page.ids.last() {
+            start = format!("({}", last.id);
+        }
+        out.extend(
+            page.ids
+                .iter()
+                .filter_map(decode)
+                .filter(|d| source.is_none_or(|s| d.envelope.source == s)),
+        );
+        if n < PAGE {
+            return Ok(out);
+        }
+    }
+}
+
+/// One dead letter by id.
+pub async fn get(redis: &RedisStore, prefix: &str, id: &str) -> Result<Dead, Error> {
+    let mut cmd = redis::cmd("XRANGE");
+    cmd.arg(stream_key(prefix)).arg(id).arg(id);
+    let page: StreamRangeReply = redis.query(&cmd).await.map_err(|e| {
+        // An id that is not an entry id at all is a caller mistake, not an outage.
+        if e.to_string().contains("Invalid stream ID") {
+            Error::NotFound(id.to_owned())
+        } else {
+            Error::Store(e)
+        }
+    })?;
+    page.ids
+        .iter()
+        .find(|s| s.id == id)
+        .and_then(decode)
+        .ok_or_else(|| Error::NotFound(id.to_owned()))
+}
+
+fn decode(s: &StreamId) -> Option<Dead> {
+    let bytes = s.get::<Vec<u8>>("e")?;
+    match Envelope::decode(&bytes) {
+        Ok(envelope) => Some(Dead {
+            id: s.id.clone(),
+            envelope,
+        }),
+        Err(e) => {
+            tracing::warn!(dlq_id = %s.id, error = %e, "unreadable dead letter skipped");
+            None
+        }
+    }
+}
+
+/// How a replay went.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum Replayed {
+    /// The app answered 2xx; the entry is gone.
+    Delivered,
+    /// A sender retry got the event through meanwhile; removed, not sent.
+    AlreadyDelivered,
+    /// The app already has this version of the resource or a newer one; removed, not sent.
+    StaleVersion,
+    /// Another copy of the event is in flight right now; kept as it was.
+    InFlight,
+    /// The app did not take it; kept under `new_id` with the new error.
+    Failed {
+        error: String,
+        new_id: Option<String>,
+    },
+}
+
+impl Replayed {
+    /// Whether the entry is settled (gone from the stream).
+    pub fn is_success(&self) -> bool {
+        matches!(
+            self,
+            Replayed::Delivered | Replayed::AlreadyDelivered | Replayed::StaleVersion
+        )
+    }
+}
+
+/// What a replay needs: the config in force (upstream, prefix), the store,
+/// the client to the app and the metrics to count its answers in.
+pub struct Replayer<'a> {
+    pub config: &'a Config,
+    pub store: &'a Store,
+    pub forwarder: &'a Forwarder,
+    pub metrics: &'a Metrics,
+}
+
+impl Replayer<'_> {
+    fn redis(&self) -> Result<&RedisStore, Error> {
+        self.store.as_redis().ok_or(Error::NoRedis)
+    }
+
+    /// Replays one entry by id.
+    pub async fn replay_id(&self, id: &str) -> Result<Replayed, Error> {
+        let dead = get(self.redis()?, &self.config.store.key_prefix, id).await?;
+        self.replay(dead).await
+    }
+
+    /// Replays every entry (of one source, or all), oldest first.
+    pub async fn replay_all(&self, source: Option<&str>) -> Result<Vec<(Dead, Replayed)>, Error> {
+        let entries = list(self.redis()?, &self.config.store.key_prefix, source).await?;
+        let mut out = Vec::with_capacity(entries.len());
+        for dead in entries {
+            let result = self.replay(dead.clone()).await?;
+            out.push((dead, result));
+        }
+        Ok(out)
+    }
+
+    /// Sends one dead letter to the app and settles it.
+    pub async fn replay(&self, dead: Dead) -> Result<Replayed, Error> {
+        let redis = self.redis()?;
+        let prefix = &self.config.store.key_prefix;
+        let server = &self.config.server;
+        let mut envelope = dead.envelope;
+        let source = envelope.source.clone();
+
+        // A forward-mode event may have got through on a sender retry.
+        let nonce = if envelope.delivery == "forward" {
+            let key = nonce_key(prefix, &source, &envelope.event_id);
+            let token = format!("{:032x}", rand::random::<u128>());
+            let lease = server.upstream_timeout.saturating_add(queue::LEASE_MARGIN);
+            match self.store.claim(&key, &token, lease).await? {
+                Claim::Fresh => Some((key, token)),
+                Claim::Done => {
+                    self.remove(redis, &dead.id).await?;
+                    return Ok(Replayed::AlreadyDelivered);
+                }
+                Claim::InFlight => return Ok(Replayed::InFlight),
+            }
+        } else {
+            None
+        };
+        let gate = envelope.gate();
+        if let Some(gate) = &gate {
+            match gate.check(self.store, prefix, &source).await {
+                Ok(Check::Newer) => {}
+                Ok(_) => {
+                    self.settle_nonce(nonce, true).await;
+                    self.remove(redis, &dead.id).await?;
+                    return Ok(Replayed::StaleVersion);
+                }
+                Err(e) => {
+                    self.settle_nonce(nonce, false).await;
+                    return Err(e.into());
+                }
+            }
+        }
+
+        let outcome = queue::attempt(self.forwarder, server, self.metrics, &envelope).await;
+        envelope.attempts = envelope.attempts.saturating_add(1);
+        envelope.last_attempt_ms = Some(queue::now_ms());
+        let error = match outcome {
+            Attempt::Delivered => {
+                if let Some(gate) = &gate
+                    && let Err(e) = gate.advance(self.store, prefix, &source).await
+                {
+                    tracing::warn!(source = %source, event_id = %envelope.event_id, error = %e, "version advance failed");
+                }
+                self.settle_nonce(nonce, true).await;
+                self.remove(redis, &dead.id).await?;
+                tracing::info!(source = %source, event_id = %envelope.event_id, dlq_id = %dead.id, "dead letter replayed");
+                return Ok(Replayed::Delivered);
+            }
+            Attempt::Refused(error) => error,
+            Attempt::Failed { error, .. } => error,
+        };
+        self.settle_nonce(nonce, false).await;
+        envelope.last_error = Some(error.clone());
+        let new_id: Option<String> = redis
+            .eval(
+                &REPLACE,
+                &[&stream_key(prefix)],
+                &[dead.id.as_bytes(), &envelope.encode()],
+            )
+            .await?;
+        tracing::warn!(source = %source, event_id = %envelope.event_id, dlq_id = %dead.id, error = %error, "dead letter replay failed; kept");
+        Ok(Replayed::Failed { error, new_id })
+    }
+
+    async fn remove(&self, redis: &RedisStore, id: &str) -> Result<(), Error> {
+        let mut cmd = redis::cmd("XDEL");
+        cmd.arg(stream_key(&self.config.store.key_prefix)).arg(id);
+        let _: i64 = redis.query(&cmd).await?;
+        Ok(())
+    }
+
+    /// Commits (delivered) or releases the nonce a forward-mode replay took.
+    async fn settle_nonce(&self, nonce: Option<(String, String)>, done: bool) {
+        let Some((key, token)) = nonce else { return };
+        let result = if done {
+            self.store
+                .commit(&key, &token, self.config.store.nonce_ttl)
+                .await
+        } else {
+            self.store.release(&key, &token).await
+        };
+        if let Err(e) = result {
+            tracing::warn!(error = %e, "nonce update after a replay failed");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_layout() {
+        assert_eq!(stream_key("hg"), "hg:dlq");
+        assert_eq!(fail_key("hg", "stripe", "evt_1"), "hg:fail:stripe:evt_1");
+    }
+
+    #[test]
+    fn replay_results_as_json() {
+        let j = serde_json::to_string(&Replayed::Failed {
+            error: "app answered 500".into(),
+            new_id: Some("1-0".into()),
+        })
+        .expect("json");
+        assert_eq!(
+            j,
+            r#"{"result":"failed","error":"app answered 500","new_id":"1-0"}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&Replayed::Delivered).expect("json"),
+            r#"{"result":"delivered"}"#
+        );
+    }
+}
