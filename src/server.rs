@@ -225,12 +225,12 @@ pub async fn serve<H, F>(
 /// [`REJECTING_AT_ONCE`] are answered at a time; beyond that, and over TLS
 /// (answering would cost a handshake), the connection is just closed.
 fn refuse(mut stream: TcpStream, tls: bool, rejecting: &Arc<Semaphore>) {
-    let Ok(permit) = Arc::clone(rejecting).try_acquire_owned() else {
-        return;
-    };
     if tls {
         return;
     }
+    let Ok(permit) = Arc::clone(rejecting).try_acquire_owned() else {
+        return;
+    };
     tokio::spawn(async move {
         let _permit = permit;
         let answer = async {

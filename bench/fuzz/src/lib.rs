@@ -1,6 +1,8 @@
 //! What the fuzz targets share: the schemes under test, keys for them, every
 //! header name a scheme reads, and secrets that need no environment or files.
 
+use std::sync::LazyLock;
+
 use http::{HeaderMap, HeaderName, HeaderValue};
 use libfuzzer_sys::arbitrary::Unstructured;
 
@@ -32,6 +34,12 @@ pub const HEADER_NAMES: &[&str] = &[
     "x-ts",
     "x-id",
     "x-type",
+    "x-twilio-signature",
+    "i-twilio-idempotency-token",
+    "x-twilio-email-event-webhook-signature",
+    "x-twilio-email-event-webhook-timestamp",
+    "x-signature-ed25519",
+    "x-signature-timestamp",
 ];
 
 fn generic(
@@ -42,27 +50,30 @@ fn generic(
     id: Option<Locator>,
     event_type: Option<Locator>,
 ) -> Scheme {
-    Scheme::Generic(Box::new(Generic {
-        signature_header: HeaderName::from_static("x-sig"),
-        signature_prefix: prefix.map(str::to_owned),
-        encoding,
-        signed_payload: template.to_owned(),
-        timestamp_header: timestamp.then(|| HeaderName::from_static("x-ts")),
-        event_id: id,
-        event_type,
-    }))
+    let mut generic = Generic::new(HeaderName::from_static("x-sig"), encoding);
+    generic.signature_prefix = prefix.map(str::to_owned);
+    generic.signed_payload = template.to_owned();
+    generic.timestamp_header = timestamp.then(|| HeaderName::from_static("x-ts"));
+    generic.event_id = id;
+    generic.event_type = event_type;
+    Scheme::Generic(Box::new(generic))
 }
 
-/// The built-in schemes and generic senders of each shape.
+/// The last second every timestamp format can write (9999-12-31T23:59:59Z).
+pub const MAX_TIME: i64 = 253_402_300_799;
+
+/// The URL given to schemes that sign it.
+pub const PUBLIC_URL: &str = "https://hooks.example.com/in?src=1";
+
+/// Every scheme word hookgate knows (built-in, coded providers, the catalog),
+/// then generic senders of several shapes.
 pub fn schemes() -> Vec<Scheme> {
     let header = |name: &'static str| Some(Locator::Header(HeaderName::from_static(name)));
     let pointer = |p: &str| Some(Locator::Pointer(p.to_owned()));
-    vec![
-        Scheme::Stripe,
-        Scheme::Github,
-        Scheme::Shopify,
-        Scheme::Slack,
-        Scheme::Standard,
+    let mut out: Vec<Scheme> = Scheme::names()
+        .filter_map(|name| Scheme::by_name(name, Some(PUBLIC_URL)))
+        .collect();
+    out.extend([
         generic(
             Some("sha256="),
             Encoding::Hex,
@@ -82,14 +93,24 @@ pub fn schemes() -> Vec<Scheme> {
         ),
         generic(
             None,
-            Encoding::Base64,
+            Encoding::Base64Url,
             "{body}",
             false,
             header("x-id"),
             pointer("/a/0/~1b"),
         ),
-    ]
+    ]);
+    out
 }
+
+/// [`schemes`], built once per process.
+pub static SCHEMES: LazyLock<Vec<Scheme>> = LazyLock::new(schemes);
+
+/// [`header_names`] of [`SCHEMES`], built once per process.
+pub static NAMES: LazyLock<Vec<HeaderName>> = LazyLock::new(|| header_names(&SCHEMES));
+
+/// [`keys`] of each of [`SCHEMES`], built once per process.
+pub static KEYS: LazyLock<Vec<Vec<Secret>>> = LazyLock::new(|| SCHEMES.iter().map(keys).collect());
 
 /// Two active keys for `scheme` (the second is the one tests sign with).
 pub fn keys(scheme: &Scheme) -> Vec<Secret> {
@@ -105,20 +126,44 @@ pub fn keys(scheme: &Scheme) -> Vec<Secret> {
         .collect()
 }
 
-/// Up to 8 headers, names from [`HEADER_NAMES`], values arbitrary bytes
-/// (values no HTTP parser would pass are dropped).
-pub fn headers(u: &mut Unstructured<'_>) -> HeaderMap {
+/// Every header name the schemes read: [`HEADER_NAMES`] plus each generic
+/// sender's and catalog preset's own.
+pub fn header_names(schemes: &[Scheme]) -> Vec<HeaderName> {
+    let mut names: Vec<HeaderName> = HEADER_NAMES
+        .iter()
+        .map(|n| HeaderName::from_static(n))
+        .collect();
+    for scheme in schemes {
+        if let Scheme::Generic(g) | Scheme::Preset { generic: g, .. } = scheme {
+            names.push(g.signature_header.clone());
+            names.extend(g.alternate_signature_headers.iter().cloned());
+            names.extend(g.timestamp_header.iter().cloned());
+            for locator in [&g.event_id, &g.event_type].into_iter().flatten() {
+                if let Locator::Header(h) = locator {
+                    names.push(h.clone());
+                }
+            }
+        }
+    }
+    names.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    names.dedup();
+    names
+}
+
+/// Up to 8 headers, names from `names`, values arbitrary bytes (values no
+/// HTTP parser would pass are dropped).
+pub fn headers(u: &mut Unstructured<'_>, names: &[HeaderName]) -> HeaderMap {
     let mut map = HeaderMap::new();
     let count = u.int_in_range(0..=8u8).unwrap_or(0);
     for _ in 0..count {
-        let Ok(index) = u.choose_index(HEADER_NAMES.len()) else {
+        let Ok(index) = u.choose_index(names.len()) else {
             break;
         };
         let Ok(value) = u.arbitrary::<&[u8]>() else {
             break;
         };
         if let Ok(value) = HeaderValue::from_bytes(value) {
-            map.append(HeaderName::from_static(HEADER_NAMES[index]), value);
+            map.append(names[index].clone(), value);
         }
     }
     map
