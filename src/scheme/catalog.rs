@@ -75,6 +75,9 @@ pub enum Vector {
     Sdk(&'static str),
     /// The provider signs with a shared standard; its published vector is used.
     Shared(&'static str),
+    /// A test in a widely used third-party library for this provider
+    /// (repository and path): published, but not by the provider.
+    Library(&'static str),
     /// No published vector found: the expected values were computed by an
     /// independent implementation (`docs/crosscheck.py`, Python's `hmac`).
     CrossChecked,
@@ -86,10 +89,16 @@ impl Vector {
             Vector::Docs(url) => format!("docs: {url}"),
             Vector::Sdk(path) => format!("SDK test: {path}"),
             Vector::Shared(what) => format!("shared: {what}"),
+            Vector::Library(path) => format!("third-party library test: {path}"),
             Vector::CrossChecked => {
-                "no published vector; cross-checked with `python3 docs/crosscheck.py`".to_owned()
+                "cross-checked (no published vector found); `python3 docs/crosscheck.py`".to_owned()
             }
         }
+    }
+
+    /// Whether the vector was published by someone other than us.
+    pub fn is_published(self) -> bool {
+        !matches!(self, Vector::CrossChecked)
     }
 }
 
@@ -405,6 +414,54 @@ pub static PRESETS: &[Preset] = &[
             "https://increase.com/documentation/webhooks",
         )
     },
+    Preset {
+        vector: Vector::Sdk(
+            "onfido/onfido-python tests/test_classic_webhook_event_verification.py",
+        ),
+        event_type: Some(P("/payload/action")),
+        ..hmac(
+            "onfido",
+            "Onfido (Entrust identity verification)",
+            &["x-sha2-signature"],
+            Hex,
+            "https://documentation.identity.entrust.com/api/manual-webhook-signature-verification/",
+        )
+    },
+    Preset {
+        secret_encoding: SecretEncoding::Hex,
+        event_type: Some(P("/type")),
+        vector: Vector::Sdk(
+            "Adyen/adyen-python-api-library test/test_util.py (test_is_valid_hmac_payload)",
+        ),
+        ..hmac(
+            "adyen-platform",
+            "Adyen platform webhooks (Balance Platform, Management API)",
+            &["hmacsignature"],
+            Base64,
+            "https://docs.adyen.com/development-resources/webhooks/secure-webhooks/verify-hmac-signatures",
+        )
+    },
+    Preset {
+        vector: Vector::Sdk("line/line-bot-sdk-python tests/test_signature.py"),
+        ..hmac(
+            "line",
+            "LINE Messaging API",
+            &["x-line-signature"],
+            Base64,
+            "https://developers.line.biz/en/docs/messaging-api/verify-webhook-signature/",
+        )
+    },
+    Preset {
+        vector: Vector::Sdk("openai/openai-node tests/api-resources/webhooks.test.ts"),
+        ..standard_like(
+            "openai",
+            "OpenAI",
+            &["webhook-signature"],
+            "webhook-timestamp",
+            "webhook-id",
+            "https://platform.openai.com/docs/guides/webhooks",
+        )
+    },
     // ---- Shared standards: the standard's published vector ----
     Preset {
         signature_prefix: Some("sha256="),
@@ -580,6 +637,9 @@ pub static PRESETS: &[Preset] = &[
         signature_delimiter: Some(","),
         event_id: Some(P("/event/id")),
         event_type: Some(P("/event/event_type")),
+        vector: Vector::Sdk(
+            "PagerDuty/go-pagerduty webhookv3/webhookv3_test.go (TestVerifySignature)",
+        ),
         ..hmac(
             "pagerduty",
             "PagerDuty (v3 webhooks)",
@@ -844,13 +904,16 @@ pub static PRESETS: &[Preset] = &[
             "https://developer.flutterwave.com/docs/integration-guides/webhooks#verifying-webhook-signatures",
         )
     },
-    hmac(
-        "pusher",
-        "Pusher Channels",
-        &["x-pusher-signature"],
-        Hex,
-        "https://pusher.com/docs/channels/server_api/webhooks/#authentication",
-    ),
+    Preset {
+        vector: Vector::Sdk("pusher/pusher-http-go webhook_test.go (TestClientWebhookValidation)"),
+        ..hmac(
+            "pusher",
+            "Pusher Channels",
+            &["x-pusher-signature"],
+            Hex,
+            "https://pusher.com/docs/channels/server_api/webhooks/#authentication",
+        )
+    },
 ];
 
 /// The preset called `name`.
