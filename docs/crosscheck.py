@@ -148,10 +148,6 @@ b = body(triggerType="form_submission", payload={"name": "Contact"})
 case("webflow", [("x-webflow-signature", hx(mac("sha256", SECRET, f"{TS * 1000}:{b}".encode()))),
                  ("x-webflow-timestamp", str(TS * 1000))], b, None, "form_submission")
 
-b = body(id=123, number=1, subject="Hello")
-case("helpscout", [("x-helpscout-signature", b64(mac("sha1", SECRET, b.encode()))),
-                   ("x-helpscout-event", "convo.created")], b, None, "convo.created")
-
 b = body(id="nylas-evt-1", type="message.created", data={"object": {}})
 case("nylas", [("x-nylas-signature", hx(mac("sha256", SECRET, b.encode())))], b, "nylas-evt-1",
      "message.created")

@@ -821,6 +821,9 @@ pub static PRESETS: &[Preset] = &[
     Preset {
         algorithm: Algorithm::Sha1,
         event_type: Some(H("x-helpscout-event")),
+        vector: Vector::Sdk(
+            "helpscout/helpscout-api-java src/test/java/net/helpscout/api/WebhookApiTest.java with src/test/resources/responses/webhook_customer.json",
+        ),
         ..hmac(
             "helpscout",
             "Help Scout",

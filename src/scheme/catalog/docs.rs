@@ -61,8 +61,8 @@ const CODED: &[Coded] = &[
         id: "header `X-Shopify-Webhook-Id`",
         kind: "header `X-Shopify-Topic`",
         handshake: "—",
-        vector: "no published vector; cross-checked (see shopify.rs)",
-        published: false,
+        vector: "SDK test: Shopify/shopify-api-js packages/shopify-api/lib/webhooks/__tests__/validate.test.ts (secret from lib/__tests__/test-config.ts)",
+        published: true,
     },
     Coded {
         name: "slack",
@@ -128,6 +128,32 @@ const CODED: &[Coded] = &[
         handshake: "signed PING (`type` 1) → `{\"type\":1}`",
         vector: "no published vector; signed with Python `cryptography` and the RFC 8032 test key (see discord.rs)",
         published: false,
+    },
+    Coded {
+        name: "metronome",
+        provider: "Metronome",
+        headers: "`Metronome-Webhook-Signature`, `Date` (HTTP date)",
+        signed: "`{Date}` + newline + `{body}`",
+        algorithm: "HMAC-SHA256, hex",
+        tolerance: "5m (default; Metronome's SDKs use 5m)",
+        id: "body `/id`",
+        kind: "body `/type`",
+        handshake: "—",
+        vector: "SDK test: Metronome-Industries/metronome-node tests/api-resources/webhooks.test.ts",
+        published: true,
+    },
+    Coded {
+        name: "mailgun",
+        provider: "Mailgun",
+        headers: "— (body `/signature/{timestamp,token,signature}`)",
+        signed: "`{timestamp}{token}` from the body; the event itself is not signed by Mailgun",
+        algorithm: "HMAC-SHA256, hex (key: HTTP webhook signing key)",
+        tolerance: "5m (default)",
+        id: "body `/event-data/id`, else the token",
+        kind: "body `/event-data/event`",
+        handshake: "—",
+        vector: "SDK test: mailgun/mailgun-php tests/Api/WebhookTest.php (testVerifyWebhookGood)",
+        published: true,
     },
 ];
 
@@ -307,11 +333,13 @@ limited to 512 printable characters and sent as text with `X-Content-Type-Option
 ## Not yet\n\n\
 - **Asana** and **Notion** send the signing secret in their first, unsigned request; hookgate \
 cannot learn it without storing it, so they are not in the catalog.\n\
-- **Mailgun** signs fields inside the body (`signature.timestamp`, `token`); **Contentful** \
-signs a canonical request (method, path, chosen headers); **Adyen** signs fields of each \
-notification item; **Linear** puts its timestamp in the body; **Plaid** sends a JWT whose key must \
-be fetched; **PayPal** needs certificate retrieval; **Netlify** sends a JWS. These need code not \
-written yet.\n\
+- **Contentful** signs a canonical request (method, path, chosen headers); **Adyen**'s payment \
+notifications sign fields of each notification item (its platform webhooks are `adyen-platform`); \
+**Linear** puts its timestamp in the body; **Plaid** sends a JWT whose key must be fetched; \
+**PayPal** needs certificate retrieval; **Netlify** sends a JWS. These need code not written yet.\n\
+- **Mailgun** signs only the timestamp and token in the body's `signature` block, not the event: \
+hookgate checks that block and the window and dedupes on the event id, but cannot detect an altered \
+`event-data`. Only JSON webhooks are read (not the legacy form-encoded ones).\n\
 - **Postmark** and others that use HTTP Basic auth have no signature; a generic source with \
 `algorithm = \"token\"`, `signature_header = \"Authorization\"` and `signature_prefix = \"Basic \"` \
 checks the base64 credentials.\n\

@@ -503,6 +503,24 @@ const KATS: &[Kat] = &[
         event_type: Some("response.completed"),
         source: Source::Published,
     },
+    // helpscout/helpscout-api-java src/test/java/net/helpscout/api/WebhookApiTest.java
+    // (basicTestForCheckIfRequestIsValid): secret "SecretKey" over
+    // src/test/resources/responses/webhook_customer.json as that SDK reads it — line by line, so
+    // the signed bytes are the file with its line breaks removed (fixtures/, byte for byte).
+    Kat {
+        scheme: "helpscout",
+        secret: "SecretKey",
+        public_url: None,
+        headers: &[
+            ("x-helpscout-signature", "gV91IzHpvzCSLYW+/QGAxfm7KOM="),
+            ("x-helpscout-event", "customer.created"),
+        ],
+        body: include_str!("fixtures/helpscout_customer_created.json"),
+        now: 1700000000,
+        event_id: Expect::Digest,
+        event_type: Some("customer.created"),
+        source: Source::Published,
+    },
     // GitHub's published test values (as in github.rs):
     // https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries#testing-the-webhook-payload-validation
     Kat {
@@ -967,20 +985,6 @@ const KATS: &[Kat] = &[
         now: 1700000000,
         event_id: Expect::Digest,
         event_type: Some("form_submission"),
-        source: Source::CrossChecked,
-    },
-    Kat {
-        scheme: "helpscout",
-        secret: "hookgate-test-secret",
-        public_url: None,
-        headers: &[
-            ("x-helpscout-signature", "rpN36BIH+J9/YY+sRqgvyPWF2YM="),
-            ("x-helpscout-event", "convo.created"),
-        ],
-        body: "{\"id\":123,\"number\":1,\"subject\":\"Hello\"}",
-        now: 1700000000,
-        event_id: Expect::Digest,
-        event_type: Some("convo.created"),
         source: Source::CrossChecked,
     },
     Kat {
