@@ -462,6 +462,20 @@ pub static PRESETS: &[Preset] = &[
             "https://platform.openai.com/docs/guides/webhooks",
         )
     },
+    Preset {
+        event_type: None,
+        vector: Vector::Sdk(
+            "replicate/replicate-python tests/test_webhooks.py (test_get_webhook_secret)",
+        ),
+        ..standard_like(
+            "replicate",
+            "Replicate",
+            &["webhook-signature"],
+            "webhook-timestamp",
+            "webhook-id",
+            "https://replicate.com/docs/topics/webhooks/verify-webhook",
+        )
+    },
     // ---- Shared standards: the standard's published vector ----
     Preset {
         signature_prefix: Some("sha256="),

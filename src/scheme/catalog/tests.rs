@@ -521,6 +521,26 @@ const KATS: &[Kat] = &[
         event_type: Some("customer.created"),
         source: Source::Published,
     },
+    // replicate/replicate-python tests/test_webhooks.py (test_get_webhook_secret): Replicate's
+    // SDK checks itself against the Standard Webhooks spec values, under its own header names.
+    Kat {
+        scheme: "replicate",
+        secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        public_url: None,
+        headers: &[
+            ("webhook-id", "msg_p5jXN8AQM9LWM0D4loKWxJek"),
+            ("webhook-timestamp", "1614265330"),
+            (
+                "webhook-signature",
+                "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
+            ),
+        ],
+        body: "{\"test\": 2432232314}",
+        now: 1614265330,
+        event_id: Expect::Id("msg_p5jXN8AQM9LWM0D4loKWxJek"),
+        event_type: None,
+        source: Source::Published,
+    },
     // GitHub's published test values (as in github.rs):
     // https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries#testing-the-webhook-payload-validation
     Kat {
