@@ -75,9 +75,6 @@ pub enum Vector {
     Sdk(&'static str),
     /// The provider signs with a shared standard; its published vector is used.
     Shared(&'static str),
-    /// A test in a widely used third-party library for this provider
-    /// (repository and path): published, but not by the provider.
-    Library(&'static str),
     /// No published vector found: the expected values were computed by an
     /// independent implementation (`docs/crosscheck.py`, Python's `hmac`).
     CrossChecked,
@@ -89,7 +86,6 @@ impl Vector {
             Vector::Docs(url) => format!("docs: {url}"),
             Vector::Sdk(path) => format!("SDK test: {path}"),
             Vector::Shared(what) => format!("shared: {what}"),
-            Vector::Library(path) => format!("third-party library test: {path}"),
             Vector::CrossChecked => {
                 "cross-checked (no published vector found); `python3 docs/crosscheck.py`".to_owned()
             }

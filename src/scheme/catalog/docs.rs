@@ -265,9 +265,8 @@ pub(super) fn render() -> String {
          sender posts to, set `public_url` on the source to that URL exactly as configured at \
          the sender. Public-key schemes take the provider's public key in `secrets`.\n\n\
          The last column says where each known-answer test comes from: the provider's \
-         documentation, its official SDK's tests (or the provider's own source), a shared \
-         standard's published vector, a widely used third-party library's tests (labelled as \
-         such), or — where no published vector was found — an independent computation of the \
+         documentation, its official SDK's tests, a shared standard's published vector, or — \
+         where no published vector was found — an independent computation of the \
          documented recipe (`python3 docs/crosscheck.py`, Python's `hmac`). A published vector \
          is copied into the test as published; every vector is also checked against a tampered \
          body, a wrong secret and, where a time is signed, a stale timestamp.\n\n",
