@@ -20,6 +20,8 @@ mod generic;
 mod github;
 mod handshake;
 pub(crate) mod hmac;
+mod mailgun;
+mod metronome;
 mod sendgrid;
 mod shopify;
 mod slack;
@@ -248,10 +250,14 @@ pub enum Scheme {
     SendGrid,
     /// Ed25519 over the timestamp and body; the key is the application's public key.
     Discord,
+    /// HMAC-SHA256 over the `Date` header, a newline and the body.
+    Metronome,
+    /// HMAC-SHA256 over a timestamp and token carried in the JSON body.
+    Mailgun,
 }
 
 /// The scheme words that are code, not catalog presets, besides the core five.
-const CODED: [&str; 3] = ["twilio", "sendgrid", "discord"];
+const CODED: [&str; 5] = ["twilio", "sendgrid", "discord", "metronome", "mailgun"];
 
 impl Scheme {
     /// The `scheme = "…"` word.
@@ -267,6 +273,8 @@ impl Scheme {
             Scheme::Twilio { .. } => "twilio",
             Scheme::SendGrid => "sendgrid",
             Scheme::Discord => "discord",
+            Scheme::Metronome => "metronome",
+            Scheme::Mailgun => "mailgun",
         }
     }
 
@@ -283,6 +291,8 @@ impl Scheme {
             "twilio" => Scheme::Twilio { public_url: url() },
             "sendgrid" => Scheme::SendGrid,
             "discord" => Scheme::Discord,
+            "metronome" => Scheme::Metronome,
+            "mailgun" => Scheme::Mailgun,
             _ => {
                 let preset = catalog::find(name)?;
                 Scheme::Preset {
@@ -317,6 +327,7 @@ impl Scheme {
         match self {
             Scheme::Stripe | Scheme::Slack | Scheme::Standard => true,
             Scheme::SendGrid | Scheme::Discord => true,
+            Scheme::Metronome | Scheme::Mailgun => true,
             Scheme::Github | Scheme::Shopify | Scheme::Twilio { .. } => false,
             Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => g.signs_timestamp(),
         }
@@ -369,6 +380,8 @@ impl Scheme {
             Scheme::Twilio { public_url } => twilio::verify(public_url, keys, headers, body),
             Scheme::SendGrid => sendgrid::verify(keys, tolerance, headers, body, now),
             Scheme::Discord => discord::verify(keys, tolerance, headers, body, now),
+            Scheme::Metronome => metronome::verify(keys, tolerance, headers, body, now),
+            Scheme::Mailgun => mailgun::verify(keys, tolerance, body, now),
         }
     }
 
@@ -397,6 +410,8 @@ impl Scheme {
             Scheme::SendGrid | Scheme::Discord => {
                 Err("the sender signs with its private key; hookgate only holds the public key")
             }
+            Scheme::Metronome => Ok(metronome::sign(key, body, timestamp)),
+            Scheme::Mailgun => Err("the signature travels in the body, not in headers"),
         }
     }
 

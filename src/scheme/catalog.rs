@@ -87,9 +87,14 @@ impl Vector {
             Vector::Sdk(path) => format!("SDK test: {path}"),
             Vector::Shared(what) => format!("shared: {what}"),
             Vector::CrossChecked => {
-                "no published vector; cross-checked with `python3 docs/crosscheck.py`".to_owned()
+                "cross-checked (no published vector found); `python3 docs/crosscheck.py`".to_owned()
             }
         }
+    }
+
+    /// Whether the vector was published by someone other than us.
+    pub fn is_published(self) -> bool {
+        !matches!(self, Vector::CrossChecked)
     }
 }
 
@@ -405,6 +410,68 @@ pub static PRESETS: &[Preset] = &[
             "https://increase.com/documentation/webhooks",
         )
     },
+    Preset {
+        vector: Vector::Sdk(
+            "onfido/onfido-python tests/test_classic_webhook_event_verification.py",
+        ),
+        event_type: Some(P("/payload/action")),
+        ..hmac(
+            "onfido",
+            "Onfido (Entrust identity verification)",
+            &["x-sha2-signature"],
+            Hex,
+            "https://documentation.identity.entrust.com/api/manual-webhook-signature-verification/",
+        )
+    },
+    Preset {
+        secret_encoding: SecretEncoding::Hex,
+        event_type: Some(P("/type")),
+        vector: Vector::Sdk(
+            "Adyen/adyen-python-api-library test/test_util.py (test_is_valid_hmac_payload)",
+        ),
+        ..hmac(
+            "adyen-platform",
+            "Adyen platform webhooks (Balance Platform, Management API)",
+            &["hmacsignature"],
+            Base64,
+            "https://docs.adyen.com/development-resources/webhooks/secure-webhooks/verify-hmac-signatures",
+        )
+    },
+    Preset {
+        vector: Vector::Sdk("line/line-bot-sdk-python tests/test_signature.py"),
+        ..hmac(
+            "line",
+            "LINE Messaging API",
+            &["x-line-signature"],
+            Base64,
+            "https://developers.line.biz/en/docs/messaging-api/verify-webhook-signature/",
+        )
+    },
+    Preset {
+        vector: Vector::Sdk("openai/openai-node tests/api-resources/webhooks.test.ts"),
+        ..standard_like(
+            "openai",
+            "OpenAI",
+            &["webhook-signature"],
+            "webhook-timestamp",
+            "webhook-id",
+            "https://platform.openai.com/docs/guides/webhooks",
+        )
+    },
+    Preset {
+        event_type: None,
+        vector: Vector::Sdk(
+            "replicate/replicate-python tests/test_webhooks.py (test_get_webhook_secret)",
+        ),
+        ..standard_like(
+            "replicate",
+            "Replicate",
+            &["webhook-signature"],
+            "webhook-timestamp",
+            "webhook-id",
+            "https://replicate.com/docs/topics/webhooks/verify-webhook",
+        )
+    },
     // ---- Shared standards: the standard's published vector ----
     Preset {
         signature_prefix: Some("sha256="),
@@ -580,6 +647,9 @@ pub static PRESETS: &[Preset] = &[
         signature_delimiter: Some(","),
         event_id: Some(P("/event/id")),
         event_type: Some(P("/event/event_type")),
+        vector: Vector::Sdk(
+            "PagerDuty/go-pagerduty webhookv3/webhookv3_test.go (TestVerifySignature)",
+        ),
         ..hmac(
             "pagerduty",
             "PagerDuty (v3 webhooks)",
@@ -761,6 +831,9 @@ pub static PRESETS: &[Preset] = &[
     Preset {
         algorithm: Algorithm::Sha1,
         event_type: Some(H("x-helpscout-event")),
+        vector: Vector::Sdk(
+            "helpscout/helpscout-api-java src/test/java/net/helpscout/api/WebhookApiTest.java with src/test/resources/responses/webhook_customer.json",
+        ),
         ..hmac(
             "helpscout",
             "Help Scout",
@@ -844,13 +917,16 @@ pub static PRESETS: &[Preset] = &[
             "https://developer.flutterwave.com/docs/integration-guides/webhooks#verifying-webhook-signatures",
         )
     },
-    hmac(
-        "pusher",
-        "Pusher Channels",
-        &["x-pusher-signature"],
-        Hex,
-        "https://pusher.com/docs/channels/server_api/webhooks/#authentication",
-    ),
+    Preset {
+        vector: Vector::Sdk("pusher/pusher-http-go webhook_test.go (TestClientWebhookValidation)"),
+        ..hmac(
+            "pusher",
+            "Pusher Channels",
+            &["x-pusher-signature"],
+            Hex,
+            "https://pusher.com/docs/channels/server_api/webhooks/#authentication",
+        )
+    },
 ];
 
 /// The preset called `name`.

@@ -370,6 +370,177 @@ const KATS: &[Kat] = &[
         event_type: None,
         source: Source::Published,
     },
+    // pusher/pusher-http-go webhook_test.go (TestClientWebhookValidation): app secret "secret".
+    Kat {
+        scheme: "pusher",
+        secret: "secret",
+        public_url: None,
+        headers: &[
+            ("x-pusher-key", "key"),
+            (
+                "x-pusher-signature",
+                "2677ad3e7c090b2fa2c0fb13020d66d5420879b8316eb356a2d60fb9073bc778",
+            ),
+        ],
+        body: "{\"hello\":\"world\"}",
+        now: 1700000000,
+        event_id: Expect::Digest,
+        event_type: None,
+        source: Source::Published,
+    },
+    // PagerDuty/go-pagerduty webhookv3/webhookv3_test.go (TestVerifySignature, "valid"): its
+    // `defaultBody`, copied byte for byte to fixtures/.
+    Kat {
+        scheme: "pagerduty",
+        secret: "lDQHScfUeXUKaQRNF+8XIiDKZ7XX3itBAYzwU0TARw8lJqRnkKl2iB1anSb0Z+IK",
+        public_url: None,
+        headers: &[(
+            "x-pagerduty-signature",
+            "v1=0c0b9495b893a39e70d1fea2fe11fbe0a825f88b9f67846f6cc07dd2bc5476cd",
+        )],
+        body: include_str!("fixtures/pagerduty_incident_priority_updated.json"),
+        now: 1700000000,
+        event_id: Expect::Id("01BWDWL3NYY7LUFPZCC28QUCMK"),
+        event_type: Some("incident.priority_updated"),
+        source: Source::Published,
+    },
+    // Same test, "mismatch" entry first: a stale signature next to the valid one is skipped.
+    Kat {
+        scheme: "pagerduty",
+        secret: "lDQHScfUeXUKaQRNF+8XIiDKZ7XX3itBAYzwU0TARw8lJqRnkKl2iB1anSb0Z+IK",
+        public_url: None,
+        headers: &[(
+            "x-pagerduty-signature",
+            "v1=7020c8a7ec668a9b7012bc3dd82e483394b038f4230acc6785efbf2a7d8bcaf5,v1=0c0b9495b893a39e70d1fea2fe11fbe0a825f88b9f67846f6cc07dd2bc5476cd",
+        )],
+        body: include_str!("fixtures/pagerduty_incident_priority_updated.json"),
+        now: 1700000000,
+        event_id: Expect::Id("01BWDWL3NYY7LUFPZCC28QUCMK"),
+        event_type: Some("incident.priority_updated"),
+        source: Source::Published,
+    },
+    // onfido/onfido-python tests/test_classic_webhook_event_verification.py (test_webhook_verification).
+    Kat {
+        scheme: "onfido",
+        secret: "wU99mE6jJ7nXOLFwZ0tJymM1lpI15pZh",
+        public_url: None,
+        headers: &[(
+            "x-sha2-signature",
+            "77ebc3e418f26be6eebb47f7ebe551321de26734fc273961e075fc9ab163d9c7",
+        )],
+        body: "{\"payload\":{\"resource_type\":\"check\",\"action\":\"check.completed\",\"object\":{\"id\":\"f2302f45-227d-413d-ad61-09ec077a086a\",\"status\":\"complete\",\"completed_at_iso8601\":\"2024-04-04T09:21:21Z\",\"href\":\"https://api.onfido.com/v3.6/checks/f2302f45-227d-413d-ad61-09ec077a086a\"}}}",
+        now: 1700000000,
+        event_id: Expect::Digest,
+        event_type: Some("check.completed"),
+        source: Source::Published,
+    },
+    // Adyen/adyen-python-api-library test/test_util.py (test_is_valid_hmac_payload): the payload is
+    // the test's dedented, indented JSON; the HMAC key is hex.
+    Kat {
+        scheme: "adyen-platform",
+        secret: "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056",
+        public_url: None,
+        headers: &[(
+            "hmacsignature",
+            "NiqA5vsdV5etZMOaR27+GBSG4i6JeP6j1wkCM6t53vA=",
+        )],
+        body: include_str!("fixtures/adyen_merchant_created.json"),
+        now: 1700000000,
+        event_id: Expect::Digest,
+        event_type: Some("merchant.created"),
+        source: Source::Published,
+    },
+    // line/line-bot-sdk-python tests/test_signature.py (channel secret "channel_secret").
+    Kat {
+        scheme: "line",
+        secret: "channel_secret",
+        public_url: None,
+        headers: &[(
+            "x-line-signature",
+            "/gg9a+LvFevTH1sd7XCQycD7tsWclCsInj7MhBHxN7k=",
+        )],
+        body: "bodybodybodybody",
+        now: 1700000000,
+        event_id: Expect::Digest,
+        event_type: None,
+        source: Source::Published,
+    },
+    // openai/openai-node tests/api-resources/webhooks.test.ts ("should pass for valid signature").
+    Kat {
+        scheme: "openai",
+        secret: "whsec_RdvaYFYUXuIFuEbvZHwMfYFhUf7aMYjYcmM24+Aj40c=",
+        public_url: None,
+        headers: &[
+            ("webhook-id", "wh_685c059ae39c8190af8c71ed1022a24d"),
+            ("webhook-timestamp", "1750861210"),
+            (
+                "webhook-signature",
+                "v1,gUAg4R2hWouRZqRQG4uJypNS8YK885G838+EHb4nKBY=",
+            ),
+        ],
+        body: "{\"id\": \"evt_685c059ae3a481909bdc86819b066fb6\", \"object\": \"event\", \"created_at\": 1750861210, \"type\": \"response.completed\", \"data\": {\"id\": \"resp_123\"}}",
+        now: 1750861210,
+        event_id: Expect::Id("wh_685c059ae39c8190af8c71ed1022a24d"),
+        event_type: Some("response.completed"),
+        source: Source::Published,
+    },
+    // Same file, "should pass for multiple signatures when one is valid".
+    Kat {
+        scheme: "openai",
+        secret: "whsec_RdvaYFYUXuIFuEbvZHwMfYFhUf7aMYjYcmM24+Aj40c=",
+        public_url: None,
+        headers: &[
+            ("webhook-id", "wh_685c059ae39c8190af8c71ed1022a24d"),
+            ("webhook-timestamp", "1750861210"),
+            (
+                "webhook-signature",
+                "v1,invalid_signature v1,gUAg4R2hWouRZqRQG4uJypNS8YK885G838+EHb4nKBY=",
+            ),
+        ],
+        body: "{\"id\": \"evt_685c059ae3a481909bdc86819b066fb6\", \"object\": \"event\", \"created_at\": 1750861210, \"type\": \"response.completed\", \"data\": {\"id\": \"resp_123\"}}",
+        now: 1750861210,
+        event_id: Expect::Id("wh_685c059ae39c8190af8c71ed1022a24d"),
+        event_type: Some("response.completed"),
+        source: Source::Published,
+    },
+    // helpscout/helpscout-api-java src/test/java/net/helpscout/api/WebhookApiTest.java
+    // (basicTestForCheckIfRequestIsValid): secret "SecretKey" over
+    // src/test/resources/responses/webhook_customer.json as that SDK reads it — line by line, so
+    // the signed bytes are the file with its line breaks removed (fixtures/, byte for byte).
+    Kat {
+        scheme: "helpscout",
+        secret: "SecretKey",
+        public_url: None,
+        headers: &[
+            ("x-helpscout-signature", "gV91IzHpvzCSLYW+/QGAxfm7KOM="),
+            ("x-helpscout-event", "customer.created"),
+        ],
+        body: include_str!("fixtures/helpscout_customer_created.json"),
+        now: 1700000000,
+        event_id: Expect::Digest,
+        event_type: Some("customer.created"),
+        source: Source::Published,
+    },
+    // replicate/replicate-python tests/test_webhooks.py (test_get_webhook_secret): Replicate's
+    // SDK checks itself against the Standard Webhooks spec values, under its own header names.
+    Kat {
+        scheme: "replicate",
+        secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        public_url: None,
+        headers: &[
+            ("webhook-id", "msg_p5jXN8AQM9LWM0D4loKWxJek"),
+            ("webhook-timestamp", "1614265330"),
+            (
+                "webhook-signature",
+                "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
+            ),
+        ],
+        body: "{\"test\": 2432232314}",
+        now: 1614265330,
+        event_id: Expect::Id("msg_p5jXN8AQM9LWM0D4loKWxJek"),
+        event_type: None,
+        source: Source::Published,
+    },
     // GitHub's published test values (as in github.rs):
     // https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries#testing-the-webhook-payload-validation
     Kat {
@@ -594,20 +765,6 @@ const KATS: &[Kat] = &[
         now: 1700000000,
         event_id: Expect::Id("notif_1"),
         event_type: Some("conversation.user.created"),
-        source: Source::CrossChecked,
-    },
-    Kat {
-        scheme: "pagerduty",
-        secret: "hookgate-test-secret",
-        public_url: None,
-        headers: &[(
-            "x-pagerduty-signature",
-            "v1=5b8d5d88d93ef6654d3a3e55ca3734b02a616d4e3044c0adce32d2c3a09c13f9,v1=faef6706f3f49e827ec4548ea080949dc362c6cca16e459c05f940070a0251fc",
-        )],
-        body: "{\"event\":{\"id\":\"01DEN4HPBQAJ5Z1Z8Z6KNT1ZW9\",\"event_type\":\"incident.triggered\"}}",
-        now: 1700000000,
-        event_id: Expect::Id("01DEN4HPBQAJ5Z1Z8Z6KNT1ZW9"),
-        event_type: Some("incident.triggered"),
         source: Source::CrossChecked,
     },
     Kat {
@@ -851,20 +1008,6 @@ const KATS: &[Kat] = &[
         source: Source::CrossChecked,
     },
     Kat {
-        scheme: "helpscout",
-        secret: "hookgate-test-secret",
-        public_url: None,
-        headers: &[
-            ("x-helpscout-signature", "rpN36BIH+J9/YY+sRqgvyPWF2YM="),
-            ("x-helpscout-event", "convo.created"),
-        ],
-        body: "{\"id\":123,\"number\":1,\"subject\":\"Hello\"}",
-        now: 1700000000,
-        event_id: Expect::Digest,
-        event_type: Some("convo.created"),
-        source: Source::CrossChecked,
-    },
-    Kat {
         scheme: "nylas",
         secret: "hookgate-test-secret",
         public_url: None,
@@ -962,23 +1105,6 @@ const KATS: &[Kat] = &[
         event_type: Some("charge.completed"),
         source: Source::CrossChecked,
     },
-    Kat {
-        scheme: "pusher",
-        secret: "hookgate-test-secret",
-        public_url: None,
-        headers: &[
-            (
-                "x-pusher-signature",
-                "09af889017d62318d3177fa70ca8adf16cc0b72d63165f2881df7a5ec16ad9ed",
-            ),
-            ("x-pusher-key", "app-key"),
-        ],
-        body: "{\"time_ms\":1700000000000,\"events\":[{\"name\":\"channel_occupied\",\"channel\":\"test\"}]}",
-        now: 1700000000,
-        event_id: Expect::Digest,
-        event_type: None,
-        source: Source::CrossChecked,
-    },
     // CROSSCHECK END
 ];
 
@@ -1045,7 +1171,8 @@ fn wrong_secrets_tampered_bodies_and_stale_times_are_refused() {
             .expect("valid secret");
         let wrong = s
             .prepare_key(&key(b"d3JvbmcgYnV0IHdlbGwgZm9ybWVkIHNlY3JldA"))
-            .expect("a base64 text is a valid secret for every HMAC scheme");
+            .or_else(|_| s.prepare_key(&key(b"0bad5ec7e70bad5ec7e70bad5ec7e70b")))
+            .expect("a base64 (or, for hex-keyed senders, a hex) text is a valid secret");
         let h = headers(k.headers);
         let body = k.body.as_bytes();
         let tolerance = s.default_tolerance().unwrap_or(WIDE);
@@ -1121,6 +1248,7 @@ fn sign_round_trips_for_every_hmac_provider() {
         let s = Scheme::by_name(p.name, Some("https://hooks.example.com/in")).expect("known");
         let k = s
             .prepare_key(&key(b"c2VjcmV0LWZvci1yb3VuZC10cmlw"))
+            .or_else(|_| s.prepare_key(&key(b"5ec7e75ec7e75ec7e75ec7e75ec7e7aa")))
             .expect("valid secret");
         let body = br#"{"id":"evt_rt","type":"rt.test","event":"rt.test","event_id":"evt_rt","event_type":"rt.test","eventId":"evt_rt","eventType":"rt.test","action":{"id":"evt_rt","type":"rt.test"}}"#;
         let ts = 1_700_000_000;
