@@ -1816,6 +1816,22 @@ fn build_generic(c: &mut Check<'_>, label: &str, raw: &Spanned<RawGeneric>) -> O
     let event_id = locator(c, g.event_id.as_ref(), &field("event_id"));
     let event_type = locator(c, g.event_type.as_ref(), &field("event_type"));
 
+    // A delimiter made of signature characters would cut every signature
+    // apart: refuse it here rather than fail every request.
+    if let (Some(v), Some(enc)) = (&g.signature_delimiter, encoding) {
+        let in_alphabet = |ch: char| match enc {
+            Encoding::Hex => ch.is_ascii_hexdigit(),
+            Encoding::Base64 => ch.is_ascii_alphanumeric() || matches!(ch, '+' | '/' | '='),
+            Encoding::Base64Url => ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '='),
+        };
+        if v.get_ref().chars().all(in_alphabet) && !v.get_ref().is_empty() {
+            c.at(
+                v,
+                &field("signature_delimiter"),
+                "is made of characters a signature itself uses; pick a separator such as \",\" or \" \"",
+            );
+        }
+    }
     // Cross-checks between the list keys.
     if let (Some(v), None) = (&g.signature_key, &g.signature_delimiter) {
         c.at(

@@ -2164,6 +2164,12 @@ fn extended_generic_mistakes() {
             "is empty",
         ),
         (
+            "signature_delimiter = \"ab\"\n",
+            "signature_delimiter",
+            "\"ab\"",
+            "characters a signature itself uses",
+        ),
+        (
             "algorithm = \"md5\"\n",
             "algorithm",
             "md5",
