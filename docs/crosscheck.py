@@ -197,6 +197,27 @@ def published():
                    b'"f2302f45-227d-413d-ad61-09ec077a086a","status":"complete","completed_at_iso8601":'
                    b'"2024-04-04T09:21:21Z","href":"https://api.onfido.com/v3.6/checks/'
                    b'f2302f45-227d-413d-ad61-09ec077a086a"}}}')
+    workos_body = (b'{"id":"wh_01FG9JXJ9C9S052FX59JVG4EG1","data":{"id":"conn_01EHWNC0FCBHZ3BJ7EGKYXK0E6",'
+                   b'"name":"Foo Corp\'s Connection","state":"active","object":"connection","domains":[{"id":'
+                   b'"conn_domain_01EHWNFTAFCF3CQAE5A9Q0P1YB","domain":"foo-corp.com","object":"connection_domain"}],'
+                   b'"connection_type":"OktaSAML","organization_id":"org_01EHWNCE74X7JSDV0X3SZ3KJNY"},'
+                   b'"event":"connection.activated"}')
+    easypost_body = (b'{"result":{"id":"batch_123...","object":"Batch","mode":"test","state":"created",'
+                     b'"num_shipments":0,"reference":null,"created_at":"2022-07-26T17:22:32Z",'
+                     b'"updated_at":"2022-07-26T17:22:32Z","scan_form":null,"shipments":[],"status":{"created":0,'
+                     b'"queued_for_purchase":0,"creation_failed":0,"postage_purchased":0,'
+                     b'"postage_purchase_failed":0},"pickup":null,"label_url":null},"description":"batch.created",'
+                     b'"mode":"test","previous_attributes":null,"completed_urls":null,"user_id":"user_123...",'
+                     b'"status":"pending","object":"Event","id":"evt_123..."}')
+    sinch_body = (b'{"app_id":"","accepted_time":"2021-10-18T17:49:13.813615Z","project_id":'
+                  b'"e2df3a34-a71b-4448-9db5-a8d2baad28e4","contact_create_notification":{"contact":{"id":'
+                  b'"01FJA8B466Y0R2GNXD78MD9SM1","channel_identities":[{"channel":"SMS","identity":"48123456789",'
+                  b'"app_id":""}],"display_name":"New Test Contact","email":"new.contact@email.com","external_id":"",'
+                  b'"metadata":"","language":"EN_US"}},"message_metadata":""}')
+    sinch_numbers_body = (b'{"eventId":"01hpa0mww4m79q8j2dwn3ggbgz","timestamp":"2024-02-10T17:22:09.412722588",'
+                          b'"projectId":"37b62a7b-0177-abcd-efgh-e10f848de123","resourceId":"+17818510001",'
+                          b'"resourceType":"ACTIVE_NUMBER","eventType":"DEPROVISIONING_FROM_VOICE_PLATFORM",'
+                          b'"status":"SUCCEEDED","failureCode":null}')
     checks = [
         ("pusher", hx(mac("sha256", b"secret", b'{"hello":"world"}')),
          "2677ad3e7c090b2fa2c0fb13020d66d5420879b8316eb356a2d60fb9073bc778"),
@@ -225,6 +246,18 @@ def published():
         ("mailgun", hx(mac("sha256", b"key-3ax6xnjp29jd6fds4gc373sgvjxteol0",
                            b"14036452205egbgr1vjgqxtrnp65xfznchgdccwh5d6i09vijqi3whgowmn6")),
          "9cfc5c41582e51246e73c88d34db3af0a3a2692a76fbab81492842f000256d33"),
+        ("workos", hx(mac("sha256", b"1lyKDzhJjuCkIscIWqkSe4YsQ", b"1632409405772." + workos_body)),
+         "67612f0e74f008b436a13b00266f90ef5c13f9cbcf6262206f5f4a539ff61702"),
+        ("easypost", hx(mac("sha256", __import__("unicodedata").normalize("NFKD", "s\u00e9cret").encode(),
+                            easypost_body)),
+         "e93977c8ccb20363d51a62b3fe1fc402b7829be1152da9e88cf9e8d07115a46b"),
+        ("sinch", b64(mac("sha256", b"foo_secret1234",
+                          sinch_body + b".01FJA8B4A7BM43YGWSG9GBV067.1634579353")),
+         "6bpJoRmFoXVjfJIVglMoJzYXxnoxRujzR4k2GOXewOE="),
+        ("sinch-numbers", hx(mac("sha1", b"my-callback-secret", sinch_numbers_body)),
+         "b93021e0182c2772dbcdf4e8983ae8f409e78c3b"),
+        ("worldline", b64(mac("sha256", b"hello+world", fixture("worldline_payment_paid.json"))),
+         "2S7doBj/GnJnacIjSJzr5fxGM5xmfQyFAwxv1I53ZEk="),
     ]
     for name, got, want in checks:
         assert got == want, f"{name}: {got} != {want}"

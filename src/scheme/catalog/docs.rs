@@ -344,7 +344,16 @@ hookgate checks that block and the window and dedupes on the event id, but canno
 checks the base64 credentials.\n\
 - **Twilio** JSON bodies (signed through a `bodySHA256` query parameter) are not supported: their \
 URL changes per request. **Meta**'s `hub.challenge` GET needs a verify token hookgate does not hold.\n\
-- **Xero**'s intent-to-receive check expects 401 for a bad signature; hookgate answers 400.\n";
+- **Xero**'s intent-to-receive check expects 401 for a bad signature; hookgate answers 400.\n\
+- **EasyPost** normalizes its webhook secret to Unicode NFKD before signing; a secret with accented \
+letters must be written in that decomposed form (ASCII secrets are unaffected). Its newer \
+`X-Hmac-Signature-V2` (timestamp and path signed) is not read; `easypost` checks `X-Hmac-Signature`.\n\
+- **Worldline** Connect checks a new endpoint with a `GET` that expects the \
+`X-GCS-Webhooks-Endpoint-Verification` header echoed; hookgate does not answer it yet. \
+`X-GCS-KeyId` is not read: every configured secret is tried.\n\
+- **Sinch** Conversation callbacks name their algorithm in `x-sinch-webhook-signature-algorithm`; \
+`sinch` checks HMAC-SHA256 (the default). Voice and Verification callbacks (an `Authorization: \
+Application …` header over a canonical request) are not supported.\n";
 
 #[test]
 fn providers_md_is_current() {
