@@ -259,6 +259,26 @@ def published():
         ("worldline", b64(mac("sha256", b"hello+world", fixture("worldline_payment_paid.json"))),
          "2S7doBj/GnJnacIjSJzr5fxGM5xmfQyFAwxv1I53ZEk="),
     ]
+    checks.append(("viber", hx(mac("sha256", b"44dafb7e0f40021e-61a47a1e6778d187-f2c5a676a07050b3",
+                                   b'{"event":"webhook","timestamp":4977069964384421269,"message_token":1478683725125}')),
+                   "d21b343448c8aee33b8e93768ef6ceb64a6ba6163099973a2b8bd028fea510ef"))
+    # MessageBird's reference JWT (signature_jwt/testdata/reference.json, "Valid JWT with URL
+    # parameters and payload - POST"): HS256 over header.payload, and the claims' hashes.
+    mb = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiJNZXNzYWdlQmlyZCIsIm5iZiI6MTYyNTQ3OTIwMCwiZXhwIjox"
+          "NjI1NDc5MjYwLCJqdGkiOiI5M2U1NTAwNi1hMGU4LTQ1MjYtYTE5MC1mYTVmZjAwZWExMTYiLCJ1cmxfaGFzaCI6IjQxZjA1ZjBk"
+          "ZGQwYTIyYWIyMDlhYzQ2ZjQ3YzQ1NzJkOWNlZmEyNTdlZDc0YjI0MDA0YmFlNzUzZWNlNmMyNjAiLCJwYXlsb2FkX2hhc2giOiJk"
+          "ZmZkNjAyMWJiMmJkNWIwYWY2NzYyOTA4MDllYzNhNTMxOTFkZDgxYzdmNzBhNGIyODY4OGEzNjIxODI5ODZmIn0."
+          "_H--TOuYFLpeEH39-rg5E3IHVkjHozBcaKVWPRC5m9I")
+    mb_signed, mb_sig = mb.rsplit(".", 1)
+    mb_claims = json.loads(base64.urlsafe_b64decode(mb_signed.split(".")[1] + "=="))
+    checks += [
+        ("messagebird", base64.urlsafe_b64encode(mac(
+            "sha256", b"36efdd1aace2e26cd490f0d951138253bef2f7c6d34d18981da781555cc4cebb",
+            mb_signed.encode())).decode().rstrip("="), mb_sig),
+        ("messagebird url_hash", hashlib.sha256(b"https://example.com/path?bar=1&foo=2").hexdigest(),
+         mb_claims["url_hash"]),
+        ("messagebird payload_hash", hashlib.sha256(b"Hello, World!").hexdigest(), mb_claims["payload_hash"]),
+    ]
     for name, got, want in checks:
         assert got == want, f"{name}: {got} != {want}"
     __import__("sys").stderr.write(f"{len(checks)} published vectors recomputed\n")

@@ -21,6 +21,7 @@ mod github;
 mod handshake;
 pub(crate) mod hmac;
 mod mailgun;
+mod messagebird;
 mod metronome;
 mod sendgrid;
 mod shopify;
@@ -254,10 +255,21 @@ pub enum Scheme {
     Metronome,
     /// HMAC-SHA256 over a timestamp and token carried in the JSON body.
     Mailgun,
+    /// An HMAC-signed JWT binding the public URL and the body's digest.
+    MessageBird {
+        public_url: String,
+    },
 }
 
 /// The scheme words that are code, not catalog presets, besides the core five.
-const CODED: [&str; 5] = ["twilio", "sendgrid", "discord", "metronome", "mailgun"];
+const CODED: [&str; 6] = [
+    "twilio",
+    "sendgrid",
+    "discord",
+    "metronome",
+    "mailgun",
+    "messagebird",
+];
 
 impl Scheme {
     /// The `scheme = "…"` word.
@@ -275,6 +287,7 @@ impl Scheme {
             Scheme::Discord => "discord",
             Scheme::Metronome => "metronome",
             Scheme::Mailgun => "mailgun",
+            Scheme::MessageBird { .. } => "messagebird",
         }
     }
 
@@ -293,6 +306,7 @@ impl Scheme {
             "discord" => Scheme::Discord,
             "metronome" => Scheme::Metronome,
             "mailgun" => Scheme::Mailgun,
+            "messagebird" => Scheme::MessageBird { public_url: url() },
             _ => {
                 let preset = catalog::find(name)?;
                 Scheme::Preset {
@@ -316,7 +330,7 @@ impl Scheme {
     /// needs `public_url` (a proxy sees another scheme, host or path).
     pub fn needs_public_url(&self) -> bool {
         match self {
-            Scheme::Twilio { .. } => true,
+            Scheme::Twilio { .. } | Scheme::MessageBird { .. } => true,
             Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => g.uses_url(),
             _ => false,
         }
@@ -327,7 +341,7 @@ impl Scheme {
         match self {
             Scheme::Stripe | Scheme::Slack | Scheme::Standard => true,
             Scheme::SendGrid | Scheme::Discord => true,
-            Scheme::Metronome | Scheme::Mailgun => true,
+            Scheme::Metronome | Scheme::Mailgun | Scheme::MessageBird { .. } => true,
             Scheme::Github | Scheme::Shopify | Scheme::Twilio { .. } => false,
             Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => g.signs_timestamp(),
         }
@@ -382,6 +396,9 @@ impl Scheme {
             Scheme::Discord => discord::verify(keys, tolerance, headers, body, now),
             Scheme::Metronome => metronome::verify(keys, tolerance, headers, body, now),
             Scheme::Mailgun => mailgun::verify(keys, tolerance, body, now),
+            Scheme::MessageBird { public_url } => {
+                messagebird::verify(public_url, keys, tolerance, headers, body, now)
+            }
         }
     }
 
@@ -412,6 +429,9 @@ impl Scheme {
             }
             Scheme::Metronome => Ok(metronome::sign(key, body, timestamp)),
             Scheme::Mailgun => Err("the signature travels in the body, not in headers"),
+            Scheme::MessageBird { public_url } => {
+                Ok(messagebird::sign(public_url, key, body, id, timestamp))
+            }
         }
     }
 

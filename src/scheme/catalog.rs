@@ -543,6 +543,17 @@ pub static PRESETS: &[Preset] = &[
             "https://docs.connect.worldline-solutions.com/documentation/webhooks/",
         )
     },
+    Preset {
+        event_type: Some(P("/event")),
+        vector: Vector::Sdk("Viber/viber-bot-python tests/api/test_api.py (test_verify_signature)"),
+        ..hmac(
+            "viber",
+            "Viber bots",
+            &["x-viber-content-signature"],
+            Hex,
+            "https://creators.viber.com/docs/bots-api/getting-started/authentication",
+        )
+    },
     // ---- Shared standards: the standard's published vector ----
     Preset {
         signature_prefix: Some("sha256="),

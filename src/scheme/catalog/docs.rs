@@ -155,6 +155,19 @@ const CODED: &[Coded] = &[
         vector: "SDK test: mailgun/mailgun-php tests/Api/WebhookTest.php (testVerifyWebhookGood)",
         published: true,
     },
+    Coded {
+        name: "messagebird",
+        provider: "MessageBird (Bird)",
+        headers: "`MessageBird-Signature-JWT` (a JWT)",
+        signed: "JWT claims `url_hash` = SHA-256 of `{url}`, `payload_hash` = SHA-256 of `{body}` (needs `public_url`)",
+        algorithm: "HMAC JWT (HS256, HS384, HS512); `iss` `MessageBird`; key: signing key",
+        tolerance: "5m (default) around `nbf`",
+        id: "SHA-256 of body (`jti` when empty)",
+        kind: "body `/type`",
+        handshake: "—",
+        vector: "SDK test: messagebird/go-rest-api signature_jwt/testdata/reference.json (read by signature_jwt/signature_test.go)",
+        published: true,
+    },
 ];
 
 fn loc(l: Option<Loc>) -> String {
@@ -351,6 +364,8 @@ letters must be written in that decomposed form (ASCII secrets are unaffected). 
 - **Worldline** Connect checks a new endpoint with a `GET` that expects the \
 `X-GCS-Webhooks-Endpoint-Verification` header echoed; hookgate does not answer it yet. \
 `X-GCS-KeyId` is not read: every configured secret is tried.\n\
+- **MessageBird** signs the full URL it requests: callbacks whose URL carries per-request query \
+parameters (SMS status reports sent as `GET`) cannot match a fixed `public_url` and are refused.\n\
 - **Sinch** Conversation callbacks name their algorithm in `x-sinch-webhook-signature-algorithm`; \
 `sinch` checks HMAC-SHA256 (the default). Voice and Verification callbacks (an `Authorization: \
 Application …` header over a canonical request) are not supported.\n";

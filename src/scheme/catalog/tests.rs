@@ -633,6 +633,22 @@ const KATS: &[Kat] = &[
         event_type: Some("payment.paid"),
         source: Source::Published,
     },
+    // Viber/viber-bot-python tests/api/test_api.py (test_verify_signature): the key is the bot's
+    // authentication token from that file's BotConfiguration.
+    Kat {
+        scheme: "viber",
+        secret: "44dafb7e0f40021e-61a47a1e6778d187-f2c5a676a07050b3",
+        public_url: None,
+        headers: &[(
+            "x-viber-content-signature",
+            "d21b343448c8aee33b8e93768ef6ceb64a6ba6163099973a2b8bd028fea510ef",
+        )],
+        body: "{\"event\":\"webhook\",\"timestamp\":4977069964384421269,\"message_token\":1478683725125}",
+        now: 1700000000,
+        event_id: Expect::Digest,
+        event_type: Some("webhook"),
+        source: Source::Published,
+    },
     // GitHub's published test values (as in github.rs):
     // https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries#testing-the-webhook-payload-validation
     Kat {
