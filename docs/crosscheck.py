@@ -262,6 +262,20 @@ def published():
     checks.append(("viber", hx(mac("sha256", b"44dafb7e0f40021e-61a47a1e6778d187-f2c5a676a07050b3",
                                    b'{"event":"webhook","timestamp":4977069964384421269,"message_token":1478683725125}')),
                    "d21b343448c8aee33b8e93768ef6ceb64a6ba6163099973a2b8bd028fea510ef"))
+    # Adyen standard notifications: eight item fields joined by ":" (Adyen's Python library tests).
+    adyen_key = bytes.fromhex("44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056")
+    adyen_slash_key = bytes.fromhex("74F490DD33F7327BAECC88B2947C011FC02D014A473AAA33A8EC93E4DC069174")
+    checks += [
+        ("adyen", b64(mac("sha256", adyen_key,
+                          b"7914073381342284::TestMerchant:TestPayment-1407325143704:1130:EUR:AUTHORISATION:true")),
+         "coqCmt/IZ4E3CzPvMY8zTjQVL5hYJUiBRg8UU+iCWo0="),
+        ("adyen colon", b64(mac("sha256", adyen_slash_key,
+                                b"M8NB66SBZSGLNK82::AntoniStroinski::slashes are fun:1000:EUR:AUTHORISATION:true")),
+         "2EQYm7YJpKO4EtHSPu55SQTyWf8dkW5u2nD1tJFpViA="),
+        ("adyen backslash", b64(mac("sha256", adyen_slash_key,
+                                    b"T7FD4VM4D3RZNN82::AntoniStroinski:\\\\slashes are fun:1000:EUR:AUTHORISATION:true")),
+         "nIgT81gaB5oJpn2jPXupDq68iRo2wUlBsuYjtYfwKqo="),
+    ]
     # MessageBird's reference JWT (signature_jwt/testdata/reference.json, "Valid JWT with URL
     # parameters and payload - POST"): HS256 over header.payload, and the claims' hashes.
     mb = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiJNZXNzYWdlQmlyZCIsIm5iZiI6MTYyNTQ3OTIwMCwiZXhwIjox"

@@ -14,6 +14,7 @@ use http_body_util::Full;
 
 use crate::config::secret::Secret;
 
+mod adyen;
 pub mod catalog;
 mod discord;
 mod generic;
@@ -255,6 +256,8 @@ pub enum Scheme {
     Metronome,
     /// HMAC-SHA256 over a timestamp and token carried in the JSON body.
     Mailgun,
+    /// HMAC-SHA256 over fields of each notification item, in the JSON body.
+    Adyen,
     /// An HMAC-signed JWT binding the public URL and the body's digest.
     MessageBird {
         public_url: String,
@@ -262,13 +265,14 @@ pub enum Scheme {
 }
 
 /// The scheme words that are code, not catalog presets, besides the core five.
-const CODED: [&str; 6] = [
+const CODED: [&str; 7] = [
     "twilio",
     "sendgrid",
     "discord",
     "metronome",
     "mailgun",
     "messagebird",
+    "adyen",
 ];
 
 impl Scheme {
@@ -288,6 +292,7 @@ impl Scheme {
             Scheme::Metronome => "metronome",
             Scheme::Mailgun => "mailgun",
             Scheme::MessageBird { .. } => "messagebird",
+            Scheme::Adyen => "adyen",
         }
     }
 
@@ -307,6 +312,7 @@ impl Scheme {
             "metronome" => Scheme::Metronome,
             "mailgun" => Scheme::Mailgun,
             "messagebird" => Scheme::MessageBird { public_url: url() },
+            "adyen" => Scheme::Adyen,
             _ => {
                 let preset = catalog::find(name)?;
                 Scheme::Preset {
@@ -342,7 +348,7 @@ impl Scheme {
             Scheme::Stripe | Scheme::Slack | Scheme::Standard => true,
             Scheme::SendGrid | Scheme::Discord => true,
             Scheme::Metronome | Scheme::Mailgun | Scheme::MessageBird { .. } => true,
-            Scheme::Github | Scheme::Shopify | Scheme::Twilio { .. } => false,
+            Scheme::Github | Scheme::Shopify | Scheme::Twilio { .. } | Scheme::Adyen => false,
             Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => g.signs_timestamp(),
         }
     }
@@ -366,6 +372,7 @@ impl Scheme {
             Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => g.prepare_key(secret),
             Scheme::SendGrid => sendgrid::prepare_key(secret),
             Scheme::Discord => discord::prepare_key(secret),
+            Scheme::Adyen => adyen::prepare_key(secret),
             _ if secret.expose().is_empty() => Err("secret is empty".to_owned()),
             _ => Ok(secret.clone()),
         }
@@ -399,6 +406,7 @@ impl Scheme {
             Scheme::MessageBird { public_url } => {
                 messagebird::verify(public_url, keys, tolerance, headers, body, now)
             }
+            Scheme::Adyen => adyen::verify(keys, body),
         }
     }
 
@@ -428,7 +436,9 @@ impl Scheme {
                 Err("the sender signs with its private key; hookgate only holds the public key")
             }
             Scheme::Metronome => Ok(metronome::sign(key, body, timestamp)),
-            Scheme::Mailgun => Err("the signature travels in the body, not in headers"),
+            Scheme::Mailgun | Scheme::Adyen => {
+                Err("the signature travels in the body, not in headers")
+            }
             Scheme::MessageBird { public_url } => {
                 Ok(messagebird::sign(public_url, key, body, id, timestamp))
             }

@@ -168,6 +168,19 @@ const CODED: &[Coded] = &[
         vector: "SDK test: messagebird/go-rest-api signature_jwt/testdata/reference.json (read by signature_jwt/signature_test.go)",
         published: true,
     },
+    Coded {
+        name: "adyen",
+        provider: "Adyen standard notifications (payments)",
+        headers: "— (body `/notificationItems/*/NotificationRequestItem/additionalData/hmacSignature`)",
+        signed: "each item's `pspReference:originalReference:merchantAccountCode:merchantReference:value:currency:eventCode:success`; other fields are not signed by Adyen",
+        algorithm: "HMAC-SHA256, base64; secret hex (HMAC key)",
+        tolerance: "— (no signed time)",
+        id: "`pspReference:eventCode:success` of a single item, else SHA-256 of body",
+        kind: "`eventCode` of a single item",
+        handshake: "—",
+        vector: "SDK test: Adyen/adyen-python-api-library test/test_util.py (test_notification_request_item_hmac, test_webhooks_with_slashes with test/mocks/util/)",
+        published: true,
+    },
 ];
 
 fn loc(l: Option<Loc>) -> String {
@@ -345,13 +358,15 @@ limited to 512 printable characters and sent as text with `X-Content-Type-Option
 ## Not yet\n\n\
 - **Asana** and **Notion** send the signing secret in their first, unsigned request; hookgate \
 cannot learn it without storing it, so they are not in the catalog.\n\
-- **Contentful** signs a canonical request (method, path, chosen headers); **Adyen**'s payment \
-notifications sign fields of each notification item (its platform webhooks are `adyen-platform`); \
-**Linear** puts its timestamp in the body; **Plaid** sends a JWT whose key must be fetched; \
+- **Contentful** signs a canonical request (method, path, chosen headers); **Linear** puts its timestamp in the body; **Plaid** sends a JWT whose key must be fetched; \
 **PayPal** needs certificate retrieval; **Netlify** sends a JWS. These need code not written yet.\n\
 - **Mailgun** signs only the timestamp and token in the body's `signature` block, not the event: \
 hookgate checks that block and the window and dedupes on the event id, but cannot detect an altered \
 `event-data`. Only JSON webhooks are read (not the legacy form-encoded ones).\n\
+- **Adyen**'s standard (payment) notifications sign eight fields of each item, not the body: \
+hookgate checks every item's signature and dedupes on `pspReference:eventCode:success`, but cannot \
+detect an altered `additionalData`, `reason` or `eventDate`, and no time is signed. Its platform \
+webhooks (whole body signed) are `adyen-platform`.\n\
 - **Postmark** and others that use HTTP Basic auth have no signature; a generic source with \
 `algorithm = \"token\"`, `signature_header = \"Authorization\"` and `signature_prefix = \"Basic \"` \
 checks the base64 credentials.\n\
