@@ -276,6 +276,23 @@ def published():
                                     b"T7FD4VM4D3RZNN82::AntoniStroinski:\\\\slashes are fun:1000:EUR:AUTHORISATION:true")),
          "nIgT81gaB5oJpn2jPXupDq68iRo2wUlBsuYjtYfwKqo="),
     ]
+    # Plivo V3 (plivo/plivo-go utils_test.go, Pass1 and Pass3): URL, sorted query, ".", sorted
+    # parameters as key+value, ".", nonce.
+    plivo_params = {
+        "Direction": "outbound", "From": "19792014278", "ALegUUID": "3e82ae9d-2c78-4d85-b1a4-6eae7dbafb36",
+        "CallStatus": "in-progress", "BillRate": "0.002", "ParentAuthID": "MANWVLYTK4ZWU1YTY4QA",
+        "To": "sip:PlivoSignature382029104058171078704104@phone-qa.voice.plivodev.com",
+        "ALegRequestUUID": "3e82ae9d-2c78-4d85-b1a4-6eae7dbafb36",
+        "CallUUID": "3e82ae9d-2c78-4d85-b1a4-6eae7dbafb36",
+        "RequestUUID": "3e82ae9d-2c78-4d85-b1a4-6eae7dbafb36",
+        "SIP-H-To": "<sip:PlivoSignature382029104058171078704104@52.9.11.55;transport=udp>;tag=1",
+        "SessionStart": "2020-04-08 11:34:33.238707", "Event": "StartApp"}
+    plivo_sorted = "".join(k + plivo_params[k] for k in sorted(plivo_params))
+    plivo_base = "https://plivobin.non-prod.plivops.com/api/v1/validate_signature03.xml"
+    for signed, want in [(plivo_base + "/?a=b&c=d." + plivo_sorted, "k7Pusd4OxCIjR5IfA9iedDNu/h/gbdYqdzG/MiYtd1c="),
+                         (plivo_base + "?" + plivo_sorted, "iAjE5QqI37mbkYe4w3jTMudqEzbDufdqi7sYwTu64e0=")]:
+        checks.append(("plivo", b64(mac("sha256", b"Y2Q2ZDgxZmY5YWRiOTI5YmQ1Njg0MTAxZWIyOTc4",
+                                        (signed + ".31627761595286130198").encode())), want))
     # MessageBird's reference JWT (signature_jwt/testdata/reference.json, "Valid JWT with URL
     # parameters and payload - POST"): HS256 over header.payload, and the claims' hashes.
     mb = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiJNZXNzYWdlQmlyZCIsIm5iZiI6MTYyNTQ3OTIwMCwiZXhwIjox"

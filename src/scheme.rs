@@ -24,6 +24,7 @@ pub(crate) mod hmac;
 mod mailgun;
 mod messagebird;
 mod metronome;
+mod plivo;
 mod sendgrid;
 mod shopify;
 mod slack;
@@ -258,6 +259,10 @@ pub enum Scheme {
     Mailgun,
     /// HMAC-SHA256 over fields of each notification item, in the JSON body.
     Adyen,
+    /// HMAC-SHA256 over the public URL, the sorted form parameters and a nonce.
+    Plivo {
+        public_url: String,
+    },
     /// An HMAC-signed JWT binding the public URL and the body's digest.
     MessageBird {
         public_url: String,
@@ -265,7 +270,7 @@ pub enum Scheme {
 }
 
 /// The scheme words that are code, not catalog presets, besides the core five.
-const CODED: [&str; 7] = [
+const CODED: [&str; 8] = [
     "twilio",
     "sendgrid",
     "discord",
@@ -273,6 +278,7 @@ const CODED: [&str; 7] = [
     "mailgun",
     "messagebird",
     "adyen",
+    "plivo",
 ];
 
 impl Scheme {
@@ -293,6 +299,7 @@ impl Scheme {
             Scheme::Mailgun => "mailgun",
             Scheme::MessageBird { .. } => "messagebird",
             Scheme::Adyen => "adyen",
+            Scheme::Plivo { .. } => "plivo",
         }
     }
 
@@ -313,6 +320,7 @@ impl Scheme {
             "mailgun" => Scheme::Mailgun,
             "messagebird" => Scheme::MessageBird { public_url: url() },
             "adyen" => Scheme::Adyen,
+            "plivo" => Scheme::Plivo { public_url: url() },
             _ => {
                 let preset = catalog::find(name)?;
                 Scheme::Preset {
@@ -336,7 +344,7 @@ impl Scheme {
     /// needs `public_url` (a proxy sees another scheme, host or path).
     pub fn needs_public_url(&self) -> bool {
         match self {
-            Scheme::Twilio { .. } | Scheme::MessageBird { .. } => true,
+            Scheme::Twilio { .. } | Scheme::MessageBird { .. } | Scheme::Plivo { .. } => true,
             Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => g.uses_url(),
             _ => false,
         }
@@ -348,7 +356,8 @@ impl Scheme {
             Scheme::Stripe | Scheme::Slack | Scheme::Standard => true,
             Scheme::SendGrid | Scheme::Discord => true,
             Scheme::Metronome | Scheme::Mailgun | Scheme::MessageBird { .. } => true,
-            Scheme::Github | Scheme::Shopify | Scheme::Twilio { .. } | Scheme::Adyen => false,
+            Scheme::Github | Scheme::Shopify | Scheme::Twilio { .. } => false,
+            Scheme::Adyen | Scheme::Plivo { .. } => false,
             Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => g.signs_timestamp(),
         }
     }
@@ -407,6 +416,7 @@ impl Scheme {
                 messagebird::verify(public_url, keys, tolerance, headers, body, now)
             }
             Scheme::Adyen => adyen::verify(keys, body),
+            Scheme::Plivo { public_url } => plivo::verify(public_url, keys, headers, body),
         }
     }
 
@@ -442,6 +452,7 @@ impl Scheme {
             Scheme::MessageBird { public_url } => {
                 Ok(messagebird::sign(public_url, key, body, id, timestamp))
             }
+            Scheme::Plivo { public_url } => Ok(plivo::sign(public_url, key, body)),
         }
     }
 

@@ -181,6 +181,19 @@ const CODED: &[Coded] = &[
         vector: "SDK test: Adyen/adyen-python-api-library test/test_util.py (test_notification_request_item_hmac, test_webhooks_with_slashes with test/mocks/util/)",
         published: true,
     },
+    Coded {
+        name: "plivo",
+        provider: "Plivo Voice (signature V3)",
+        headers: "`X-Plivo-Signature-V3: …[,…]`, `X-Plivo-Signature-V3-Nonce`",
+        signed: "`{url}` without query + `?` + sorted query `k=v&…` + `.` + sorted form parameters `k` + `v` + `.` + nonce (needs `public_url`)",
+        algorithm: "HMAC-SHA256, base64 (key: auth token)",
+        tolerance: "— (no signed time)",
+        id: "SHA-256 of body",
+        kind: "form parameter `Event`",
+        handshake: "—",
+        vector: "SDK test: plivo/plivo-go utils_test.go (TestValidateSignatureV3Pass1, TestValidateSignatureV3Pass3)",
+        published: true,
+    },
 ];
 
 fn loc(l: Option<Loc>) -> String {
@@ -381,6 +394,8 @@ letters must be written in that decomposed form (ASCII secrets are unaffected). 
 `X-GCS-KeyId` is not read: every configured secret is tried.\n\
 - **MessageBird** signs the full URL it requests: callbacks whose URL carries per-request query \
 parameters (SMS status reports sent as `GET`) cannot match a fixed `public_url` and are refused.\n\
+- **Plivo** messaging and Verify callbacks carry only the V2 signature (URL and nonce, not the \
+parameters), which hookgate does not accept; `plivo` checks the V3 signature of Voice callbacks.\n\
 - **Sinch** Conversation callbacks name their algorithm in `x-sinch-webhook-signature-algorithm`; \
 `sinch` checks HMAC-SHA256 (the default). Voice and Verification callbacks (an `Authorization: \
 Application …` header over a canonical request) are not supported.\n";
