@@ -27,6 +27,7 @@ mod metronome;
 mod plivo;
 mod sendgrid;
 mod shopify;
+mod sinch_voice;
 mod slack;
 mod standard;
 mod stripe;
@@ -267,10 +268,14 @@ pub enum Scheme {
     MessageBird {
         public_url: String,
     },
+    /// HMAC-SHA256 over the body's MD5, content type, timestamp and URL path.
+    SinchVoice {
+        public_url: String,
+    },
 }
 
 /// The scheme words that are code, not catalog presets, besides the core five.
-const CODED: [&str; 8] = [
+const CODED: [&str; 9] = [
     "twilio",
     "sendgrid",
     "discord",
@@ -279,6 +284,7 @@ const CODED: [&str; 8] = [
     "messagebird",
     "adyen",
     "plivo",
+    "sinch-voice",
 ];
 
 impl Scheme {
@@ -300,6 +306,7 @@ impl Scheme {
             Scheme::MessageBird { .. } => "messagebird",
             Scheme::Adyen => "adyen",
             Scheme::Plivo { .. } => "plivo",
+            Scheme::SinchVoice { .. } => "sinch-voice",
         }
     }
 
@@ -321,6 +328,7 @@ impl Scheme {
             "messagebird" => Scheme::MessageBird { public_url: url() },
             "adyen" => Scheme::Adyen,
             "plivo" => Scheme::Plivo { public_url: url() },
+            "sinch-voice" => Scheme::SinchVoice { public_url: url() },
             _ => {
                 let preset = catalog::find(name)?;
                 Scheme::Preset {
@@ -345,6 +353,7 @@ impl Scheme {
     pub fn needs_public_url(&self) -> bool {
         match self {
             Scheme::Twilio { .. } | Scheme::MessageBird { .. } | Scheme::Plivo { .. } => true,
+            Scheme::SinchVoice { .. } => true,
             Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => g.uses_url(),
             _ => false,
         }
@@ -356,6 +365,7 @@ impl Scheme {
             Scheme::Stripe | Scheme::Slack | Scheme::Standard => true,
             Scheme::SendGrid | Scheme::Discord => true,
             Scheme::Metronome | Scheme::Mailgun | Scheme::MessageBird { .. } => true,
+            Scheme::SinchVoice { .. } => true,
             Scheme::Github | Scheme::Shopify | Scheme::Twilio { .. } => false,
             Scheme::Adyen | Scheme::Plivo { .. } => false,
             Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => g.signs_timestamp(),
@@ -382,6 +392,7 @@ impl Scheme {
             Scheme::SendGrid => sendgrid::prepare_key(secret),
             Scheme::Discord => discord::prepare_key(secret),
             Scheme::Adyen => adyen::prepare_key(secret),
+            Scheme::SinchVoice { .. } => sinch_voice::prepare_key(secret),
             _ if secret.expose().is_empty() => Err("secret is empty".to_owned()),
             _ => Ok(secret.clone()),
         }
@@ -417,6 +428,9 @@ impl Scheme {
             }
             Scheme::Adyen => adyen::verify(keys, body),
             Scheme::Plivo { public_url } => plivo::verify(public_url, keys, headers, body),
+            Scheme::SinchVoice { public_url } => {
+                sinch_voice::verify(public_url, keys, tolerance, headers, body, now)
+            }
         }
     }
 
@@ -453,6 +467,9 @@ impl Scheme {
                 Ok(messagebird::sign(public_url, key, body, id, timestamp))
             }
             Scheme::Plivo { public_url } => Ok(plivo::sign(public_url, key, body)),
+            Scheme::SinchVoice { public_url } => {
+                Ok(sinch_voice::sign(public_url, key, body, timestamp))
+            }
         }
     }
 

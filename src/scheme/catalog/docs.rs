@@ -194,6 +194,19 @@ const CODED: &[Coded] = &[
         vector: "SDK test: plivo/plivo-go utils_test.go (TestValidateSignatureV3Pass1, TestValidateSignatureV3Pass3)",
         published: true,
     },
+    Coded {
+        name: "sinch-voice",
+        provider: "Sinch Voice and Verification callbacks",
+        headers: "`Authorization: Application <key>:…`, `x-timestamp`, `Content-Type`",
+        signed: "lines `POST`, base64 MD5 of `{body}`, `{Content-Type}`, `x-timestamp:{timestamp}`, path of `{url}` (needs `public_url`)",
+        algorithm: "HMAC-SHA256, base64; secret base64 (application secret)",
+        tolerance: "5m (default)",
+        id: "SHA-256 of body",
+        kind: "body `/event`",
+        handshake: "—",
+        vector: "docs: https://developers.sinch.com/docs/voice/api-reference/authentication/callback-signed-request (its example)",
+        published: true,
+    },
 ];
 
 fn loc(l: Option<Loc>) -> String {
@@ -397,8 +410,10 @@ parameters (SMS status reports sent as `GET`) cannot match a fixed `public_url` 
 - **Plivo** messaging and Verify callbacks carry only the V2 signature (URL and nonce, not the \
 parameters), which hookgate does not accept; `plivo` checks the V3 signature of Voice callbacks.\n\
 - **Sinch** Conversation callbacks name their algorithm in `x-sinch-webhook-signature-algorithm`; \
-`sinch` checks HMAC-SHA256 (the default). Voice and Verification callbacks (an `Authorization: \
-Application …` header over a canonical request) are not supported.\n";
+`sinch` checks HMAC-SHA256 (the default). Voice and Verification callbacks sign differently \
+(an `Authorization: Application …` header): use `sinch-voice`, whose `public_url` must be the \
+callback URL configured at Sinch (its path is signed). The application key in that header is \
+not compared; the signature proves the secret.\n";
 
 #[test]
 fn providers_md_is_current() {
