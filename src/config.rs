@@ -62,6 +62,9 @@
 //!   errors on a forward source, where the sender owns the retries.
 //! - `[admin] token` (a secret: literal, `{ env }` or `{ file }`) turns on the
 //!   dead-letter endpoints of the admin listener; without it they are off.
+//! - `server.max_connections` is greater than zero; `server.request_read_timeout`
+//!   bounds the headers, and then the body, of each request.
+//! - `on_store_error = "forward_unchecked"` needs `delivery = "forward"`.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -104,6 +107,12 @@ pub struct Server {
     pub upstream_timeout: Duration,
     pub max_body_bytes: usize,
     pub unmatched: Unmatched,
+    /// Open connections on the public listener beyond which a new one is
+    /// answered `503` and closed (read at start).
+    pub max_connections: usize,
+    /// A sender has this long to send its request headers, and then this long
+    /// again for its body (slow clients cost a timer, not a worker).
+    pub request_read_timeout: Duration,
     pub tls: Option<Tls>,
 }
 
@@ -151,6 +160,16 @@ pub enum Delivery {
     Queue,
 }
 
+/// What a source does with a verified event when the nonce store fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnStoreError {
+    /// `503 store_unavailable`: the sender retries later (the default: fail closed).
+    Reject,
+    /// Forward without the duplicate check (signature still required),
+    /// counted as `forwarded_unchecked`.
+    ForwardUnchecked,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ordering {
     /// JSON pointer to the resource key.
@@ -174,6 +193,7 @@ pub struct Source {
     /// Event-type patterns; empty = all. `*` at the end matches any suffix.
     pub event_types: Vec<String>,
     pub delivery: Delivery,
+    pub on_store_error: OnStoreError,
     /// Queue delivery: the delay before each retry; when they run out the
     /// event becomes a dead letter.
     pub retry_schedule: Vec<Duration>,
@@ -378,6 +398,8 @@ impl fmt::Debug for StoreKind {
 
 const DEFAULT_UPSTREAM_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_MAX_BODY_BYTES: usize = 1_048_576;
+const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+const DEFAULT_REQUEST_READ_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_ADMIN_LISTEN: SocketAddr =
     SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 9090);
 const DEFAULT_NONCE_TTL: Duration = Duration::from_secs(24 * 3600);
@@ -608,6 +630,16 @@ fn build_server(c: &mut Check<'_>, raw: Option<&Spanned<RawServer>>) -> Option<S
         "server.max_body_bytes",
         DEFAULT_MAX_BODY_BYTES,
     );
+    let max_connections = c.positive(
+        r.max_connections.as_ref(),
+        "server.max_connections",
+        DEFAULT_MAX_CONNECTIONS,
+    );
+    let request_read_timeout = c.duration(
+        r.request_read_timeout.as_ref(),
+        "server.request_read_timeout",
+        DEFAULT_REQUEST_READ_TIMEOUT,
+    );
     let unmatched = c.word(
         r.unmatched.as_ref(),
         "server.unmatched",
@@ -639,6 +671,8 @@ fn build_server(c: &mut Check<'_>, raw: Option<&Spanned<RawServer>>) -> Option<S
         upstream_timeout: upstream_timeout?,
         max_body_bytes: max_body_bytes?,
         unmatched: unmatched?,
+        max_connections: max_connections?,
+        request_read_timeout: request_read_timeout?,
         tls: tls?,
     })
 }
@@ -1042,6 +1076,7 @@ fn build_sources(
                 tolerance: b.tolerance,
                 event_types: b.event_types,
                 delivery: b.delivery,
+                on_store_error: b.on_store_error,
                 retry_schedule: b.retry_schedule,
                 max_in_flight: b.max_in_flight,
                 ordering: b.ordering,
@@ -1161,6 +1196,7 @@ struct SourceBody {
     tolerance: Duration,
     event_types: Vec<String>,
     delivery: Delivery,
+    on_store_error: OnStoreError,
     retry_schedule: Vec<Duration>,
     max_in_flight: usize,
     ordering: Option<Ordering>,
@@ -1401,6 +1437,26 @@ fn source_body(
         );
     }
 
+    // What to do when the store fails.
+    let on_store_error_field = field("on_store_error");
+    let on_store_error = c.word(
+        r.on_store_error.as_ref(),
+        &on_store_error_field,
+        &[
+            ("reject", OnStoreError::Reject),
+            ("forward_unchecked", OnStoreError::ForwardUnchecked),
+        ],
+        Some(OnStoreError::Reject),
+    );
+    if let (Some(OnStoreError::ForwardUnchecked), Some(Delivery::Queue), Some(v)) =
+        (on_store_error, delivery, &r.on_store_error)
+    {
+        c.at(
+            v,
+            &on_store_error_field,
+            r#""forward_unchecked" needs delivery = "forward": a queued event is stored before the 200, so without the store there is nothing to answer with"#,
+        );
+    }
     // Queue settings: only where hookgate owns the retries.
     let schedule_field = field("retry_schedule");
     let retry_schedule = match &r.retry_schedule {
@@ -1466,6 +1522,7 @@ fn source_body(
         tolerance: tolerance?,
         event_types: event_types?,
         delivery: delivery?,
+        on_store_error: on_store_error?,
         retry_schedule: retry_schedule?,
         max_in_flight: max_in_flight?,
         ordering: ordering?,

@@ -39,6 +39,8 @@ pub(super) struct RawServer {
     pub upstream_timeout: Option<Spanned<String>>,
     pub max_body_bytes: Option<Spanned<i64>>,
     pub unmatched: Option<Spanned<String>>,
+    pub max_connections: Option<Spanned<i64>>,
+    pub request_read_timeout: Option<Spanned<String>>,
     pub tls: Option<Spanned<RawTls>>,
 }
 
@@ -77,6 +79,7 @@ pub(super) struct RawSource {
     pub tolerance: Option<Spanned<String>>,
     pub event_types: Option<Spanned<Vec<Spanned<String>>>>,
     pub delivery: Option<Spanned<String>>,
+    pub on_store_error: Option<Spanned<String>>,
     pub retry_schedule: Option<Spanned<Vec<Spanned<String>>>>,
     pub max_in_flight: Option<Spanned<i64>>,
     pub ordering: Option<Spanned<RawOrdering>>,

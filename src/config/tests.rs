@@ -1101,6 +1101,75 @@ fn queue_delivery_needs_a_durable_store() {
     );
 }
 
+#[test]
+fn connection_limits_and_read_timeout() {
+    let c = config(BASE);
+    assert_eq!(c.server.max_connections, 10_000);
+    assert_eq!(c.server.request_read_timeout, Duration::from_secs(10));
+    let src = BASE.replace(
+        "[server]\n",
+        "[server]\nmax_connections = 64\nrequest_read_timeout = \"2s\"\n",
+    );
+    let c = config(&src);
+    assert_eq!(c.server.max_connections, 64);
+    assert_eq!(c.server.request_read_timeout, Duration::from_secs(2));
+    let cases = [
+        (
+            "max_connections = 0",
+            "server.max_connections",
+            "greater than zero",
+        ),
+        (
+            "max_connections = -1",
+            "server.max_connections",
+            "greater than zero",
+        ),
+        (
+            "request_read_timeout = \"0s\"",
+            "server.request_read_timeout",
+            "zero",
+        ),
+        (
+            "request_read_timeout = \"soon\"",
+            "server.request_read_timeout",
+            "not a duration",
+        ),
+    ];
+    for (line, field, fragment) in cases {
+        let src = BASE.replace("[server]\n", &format!("[server]\n{line}\n"));
+        only(&src, field, line, fragment);
+    }
+}
+
+#[test]
+fn on_store_error() {
+    assert_eq!(config(BASE).sources[0].on_store_error, OnStoreError::Reject);
+    let src = with("on_store_error = \"forward_unchecked\"\n");
+    assert_eq!(
+        config(&src).sources[0].on_store_error,
+        OnStoreError::ForwardUnchecked
+    );
+    let src = with("on_store_error = \"reject\"\n");
+    assert_eq!(config(&src).sources[0].on_store_error, OnStoreError::Reject);
+    let src = with("on_store_error = \"ignore\"\n");
+    only(
+        &src,
+        "source[gh].on_store_error",
+        "on_store_error",
+        "\"reject\" or \"forward_unchecked\"",
+    );
+    let src = with(
+        "delivery = \"queue\"\non_store_error = \"forward_unchecked\"\n\
+         [store]\nkind = \"redis\"\nurl = \"redis://r:6379\"\n",
+    );
+    only(
+        &src,
+        "source[gh].on_store_error",
+        "on_store_error",
+        "needs delivery = \"forward\"",
+    );
+}
+
 const QUEUED: &str = "delivery = \"queue\"\n";
 const REDIS: &str = "[store]\nkind = \"redis\"\nurl = \"redis://r:6379\"\n";
 

@@ -329,6 +329,8 @@ pub struct SourceSpec {
     pub secret_values: Vec<String>,
     pub tolerance: Option<String>,
     pub event_types: Vec<String>,
+    /// Raw `key = value` lines written with the source's own keys.
+    pub extra_keys: String,
     /// Raw TOML written after the source's keys (its `[source.generic]` table).
     pub extra_toml: String,
 }
@@ -343,6 +345,7 @@ impl SourceSpec {
             secret_values: vec![secret.to_owned()],
             tolerance: None,
             event_types: Vec::new(),
+            extra_keys: String::new(),
             extra_toml: String::new(),
         }
     }
@@ -452,6 +455,13 @@ encoding = "base64"
         self
     }
 
+    /// Adds a raw `key = value` line to the source's table.
+    pub fn key(mut self, line: &str) -> SourceSpec {
+        self.extra_keys.push_str(line);
+        self.extra_keys.push('\n');
+        self
+    }
+
     /// Adds a `[source.ordering]` version gate (JSON pointers into the body).
     pub fn ordering(mut self, resource: &str, version: &str) -> SourceSpec {
         self.extra_toml += &format!(
@@ -499,6 +509,7 @@ encoding = "base64"
             let types: Vec<String> = self.event_types.iter().map(|t| toml_str(t)).collect();
             out += &format!("event_types = [{}]\n", types.join(", "));
         }
+        out += &self.extra_keys;
         out += &self.extra_toml;
         out
     }
@@ -708,6 +719,8 @@ pub struct ConfigBuilder {
     pub store: StoreSpec,
     pub nonce_ttl: Option<String>,
     pub key_prefix: Option<String>,
+    /// Raw `key = value` lines added to `[server]`.
+    pub server_keys: String,
     pub sources: Vec<SourceSpec>,
 }
 
@@ -721,6 +734,7 @@ impl ConfigBuilder {
             store: StoreSpec::Memory,
             nonce_ttl: None,
             key_prefix: None,
+            server_keys: String::new(),
             sources: Vec::new(),
         }
     }
@@ -769,8 +783,16 @@ impl ConfigBuilder {
         self
     }
 
+    /// Adds a raw `key = value` line to `[server]`.
+    pub fn server_key(mut self, line: &str) -> ConfigBuilder {
+        self.server_keys.push_str(line);
+        self.server_keys.push('\n');
+        self
+    }
+
     pub fn toml(&self) -> String {
         let mut out = String::from("[server]\nlisten = \"127.0.0.1:0\"\n");
+        out += &self.server_keys;
         out += &format!("upstream = {}\n", toml_str(&self.upstream));
         out += &format!("upstream_timeout = {}\n", toml_str(&self.upstream_timeout));
         if let Some(max) = self.max_body_bytes {
