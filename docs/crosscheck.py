@@ -197,6 +197,27 @@ def published():
                    b'"f2302f45-227d-413d-ad61-09ec077a086a","status":"complete","completed_at_iso8601":'
                    b'"2024-04-04T09:21:21Z","href":"https://api.onfido.com/v3.6/checks/'
                    b'f2302f45-227d-413d-ad61-09ec077a086a"}}}')
+    workos_body = (b'{"id":"wh_01FG9JXJ9C9S052FX59JVG4EG1","data":{"id":"conn_01EHWNC0FCBHZ3BJ7EGKYXK0E6",'
+                   b'"name":"Foo Corp\'s Connection","state":"active","object":"connection","domains":[{"id":'
+                   b'"conn_domain_01EHWNFTAFCF3CQAE5A9Q0P1YB","domain":"foo-corp.com","object":"connection_domain"}],'
+                   b'"connection_type":"OktaSAML","organization_id":"org_01EHWNCE74X7JSDV0X3SZ3KJNY"},'
+                   b'"event":"connection.activated"}')
+    easypost_body = (b'{"result":{"id":"batch_123...","object":"Batch","mode":"test","state":"created",'
+                     b'"num_shipments":0,"reference":null,"created_at":"2022-07-26T17:22:32Z",'
+                     b'"updated_at":"2022-07-26T17:22:32Z","scan_form":null,"shipments":[],"status":{"created":0,'
+                     b'"queued_for_purchase":0,"creation_failed":0,"postage_purchased":0,'
+                     b'"postage_purchase_failed":0},"pickup":null,"label_url":null},"description":"batch.created",'
+                     b'"mode":"test","previous_attributes":null,"completed_urls":null,"user_id":"user_123...",'
+                     b'"status":"pending","object":"Event","id":"evt_123..."}')
+    sinch_body = (b'{"app_id":"","accepted_time":"2021-10-18T17:49:13.813615Z","project_id":'
+                  b'"e2df3a34-a71b-4448-9db5-a8d2baad28e4","contact_create_notification":{"contact":{"id":'
+                  b'"01FJA8B466Y0R2GNXD78MD9SM1","channel_identities":[{"channel":"SMS","identity":"48123456789",'
+                  b'"app_id":""}],"display_name":"New Test Contact","email":"new.contact@email.com","external_id":"",'
+                  b'"metadata":"","language":"EN_US"}},"message_metadata":""}')
+    sinch_numbers_body = (b'{"eventId":"01hpa0mww4m79q8j2dwn3ggbgz","timestamp":"2024-02-10T17:22:09.412722588",'
+                          b'"projectId":"37b62a7b-0177-abcd-efgh-e10f848de123","resourceId":"+17818510001",'
+                          b'"resourceType":"ACTIVE_NUMBER","eventType":"DEPROVISIONING_FROM_VOICE_PLATFORM",'
+                          b'"status":"SUCCEEDED","failureCode":null}')
     checks = [
         ("pusher", hx(mac("sha256", b"secret", b'{"hello":"world"}')),
          "2677ad3e7c090b2fa2c0fb13020d66d5420879b8316eb356a2d60fb9073bc778"),
@@ -225,6 +246,81 @@ def published():
         ("mailgun", hx(mac("sha256", b"key-3ax6xnjp29jd6fds4gc373sgvjxteol0",
                            b"14036452205egbgr1vjgqxtrnp65xfznchgdccwh5d6i09vijqi3whgowmn6")),
          "9cfc5c41582e51246e73c88d34db3af0a3a2692a76fbab81492842f000256d33"),
+        ("workos", hx(mac("sha256", b"1lyKDzhJjuCkIscIWqkSe4YsQ", b"1632409405772." + workos_body)),
+         "67612f0e74f008b436a13b00266f90ef5c13f9cbcf6262206f5f4a539ff61702"),
+        ("easypost", hx(mac("sha256", __import__("unicodedata").normalize("NFKD", "s\u00e9cret").encode(),
+                            easypost_body)),
+         "e93977c8ccb20363d51a62b3fe1fc402b7829be1152da9e88cf9e8d07115a46b"),
+        ("sinch", b64(mac("sha256", b"foo_secret1234",
+                          sinch_body + b".01FJA8B4A7BM43YGWSG9GBV067.1634579353")),
+         "6bpJoRmFoXVjfJIVglMoJzYXxnoxRujzR4k2GOXewOE="),
+        ("sinch-numbers", hx(mac("sha1", b"my-callback-secret", sinch_numbers_body)),
+         "b93021e0182c2772dbcdf4e8983ae8f409e78c3b"),
+        ("worldline", b64(mac("sha256", b"hello+world", fixture("worldline_payment_paid.json"))),
+         "2S7doBj/GnJnacIjSJzr5fxGM5xmfQyFAwxv1I53ZEk="),
+    ]
+    checks.append(("viber", hx(mac("sha256", b"44dafb7e0f40021e-61a47a1e6778d187-f2c5a676a07050b3",
+                                   b'{"event":"webhook","timestamp":4977069964384421269,"message_token":1478683725125}')),
+                   "d21b343448c8aee33b8e93768ef6ceb64a6ba6163099973a2b8bd028fea510ef"))
+    # Adyen standard notifications: eight item fields joined by ":" (Adyen's Python library tests).
+    adyen_key = bytes.fromhex("44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056")
+    adyen_slash_key = bytes.fromhex("74F490DD33F7327BAECC88B2947C011FC02D014A473AAA33A8EC93E4DC069174")
+    checks += [
+        ("adyen", b64(mac("sha256", adyen_key,
+                          b"7914073381342284::TestMerchant:TestPayment-1407325143704:1130:EUR:AUTHORISATION:true")),
+         "coqCmt/IZ4E3CzPvMY8zTjQVL5hYJUiBRg8UU+iCWo0="),
+        ("adyen colon", b64(mac("sha256", adyen_slash_key,
+                                b"M8NB66SBZSGLNK82::AntoniStroinski::slashes are fun:1000:EUR:AUTHORISATION:true")),
+         "2EQYm7YJpKO4EtHSPu55SQTyWf8dkW5u2nD1tJFpViA="),
+        ("adyen backslash", b64(mac("sha256", adyen_slash_key,
+                                    b"T7FD4VM4D3RZNN82::AntoniStroinski:\\\\slashes are fun:1000:EUR:AUTHORISATION:true")),
+         "nIgT81gaB5oJpn2jPXupDq68iRo2wUlBsuYjtYfwKqo="),
+    ]
+    # Plivo V3 (plivo/plivo-go utils_test.go, Pass1 and Pass3): URL, sorted query, ".", sorted
+    # parameters as key+value, ".", nonce.
+    plivo_params = {
+        "Direction": "outbound", "From": "19792014278", "ALegUUID": "3e82ae9d-2c78-4d85-b1a4-6eae7dbafb36",
+        "CallStatus": "in-progress", "BillRate": "0.002", "ParentAuthID": "MANWVLYTK4ZWU1YTY4QA",
+        "To": "sip:PlivoSignature382029104058171078704104@phone-qa.voice.plivodev.com",
+        "ALegRequestUUID": "3e82ae9d-2c78-4d85-b1a4-6eae7dbafb36",
+        "CallUUID": "3e82ae9d-2c78-4d85-b1a4-6eae7dbafb36",
+        "RequestUUID": "3e82ae9d-2c78-4d85-b1a4-6eae7dbafb36",
+        "SIP-H-To": "<sip:PlivoSignature382029104058171078704104@52.9.11.55;transport=udp>;tag=1",
+        "SessionStart": "2020-04-08 11:34:33.238707", "Event": "StartApp"}
+    plivo_sorted = "".join(k + plivo_params[k] for k in sorted(plivo_params))
+    plivo_base = "https://plivobin.non-prod.plivops.com/api/v1/validate_signature03.xml"
+    for signed, want in [(plivo_base + "/?a=b&c=d." + plivo_sorted, "k7Pusd4OxCIjR5IfA9iedDNu/h/gbdYqdzG/MiYtd1c="),
+                         (plivo_base + "?" + plivo_sorted, "iAjE5QqI37mbkYe4w3jTMudqEzbDufdqi7sYwTu64e0=")]:
+        checks.append(("plivo", b64(mac("sha256", b"Y2Q2ZDgxZmY5YWRiOTI5YmQ1Njg0MTAxZWIyOTc4",
+                                        (signed + ".31627761595286130198").encode())), want))
+    # MessageBird's reference JWT (signature_jwt/testdata/reference.json, "Valid JWT with URL
+    # parameters and payload - POST"): HS256 over header.payload, and the claims' hashes.
+    mb = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiJNZXNzYWdlQmlyZCIsIm5iZiI6MTYyNTQ3OTIwMCwiZXhwIjox"
+          "NjI1NDc5MjYwLCJqdGkiOiI5M2U1NTAwNi1hMGU4LTQ1MjYtYTE5MC1mYTVmZjAwZWExMTYiLCJ1cmxfaGFzaCI6IjQxZjA1ZjBk"
+          "ZGQwYTIyYWIyMDlhYzQ2ZjQ3YzQ1NzJkOWNlZmEyNTdlZDc0YjI0MDA0YmFlNzUzZWNlNmMyNjAiLCJwYXlsb2FkX2hhc2giOiJk"
+          "ZmZkNjAyMWJiMmJkNWIwYWY2NzYyOTA4MDllYzNhNTMxOTFkZDgxYzdmNzBhNGIyODY4OGEzNjIxODI5ODZmIn0."
+          "_H--TOuYFLpeEH39-rg5E3IHVkjHozBcaKVWPRC5m9I")
+    mb_signed, mb_sig = mb.rsplit(".", 1)
+    mb_claims = json.loads(base64.urlsafe_b64decode(mb_signed.split(".")[1] + "=="))
+    checks += [
+        ("messagebird", base64.urlsafe_b64encode(mac(
+            "sha256", b"36efdd1aace2e26cd490f0d951138253bef2f7c6d34d18981da781555cc4cebb",
+            mb_signed.encode())).decode().rstrip("="), mb_sig),
+        ("messagebird url_hash", hashlib.sha256(b"https://example.com/path?bar=1&foo=2").hexdigest(),
+         mb_claims["url_hash"]),
+        ("messagebird payload_hash", hashlib.sha256(b"Hello, World!").hexdigest(), mb_claims["payload_hash"]),
+    ]
+    # Sinch Voice callback signing (the worked example on Sinch's "Callback Request Signing" page):
+    # lines POST, base64 MD5 of the body, content type, x-timestamp, path; key base64-decoded.
+    sinch_voice_body = (b'{"event":"ace","callid":"822aa4b7-05b4-4d83-87c7-1f835ee0b6f6_257",'
+                        b'"timestamp":"2014-09-24T10:59:41Z","version":1}')
+    sinch_voice_md5 = b64(hashlib.md5(sinch_voice_body).digest())
+    checks += [
+        ("sinch-voice md5", sinch_voice_md5, "REWF+X220L4/Gw1spXOU7g=="),
+        ("sinch-voice", b64(mac("sha256", base64.b64decode("BeIukql3pTKJ8RGL5zo0DA=="),
+                                ("POST\n" + sinch_voice_md5 + "\napplication/json\n"
+                                 "x-timestamp:2014-09-24T10:59:41Z\n/sinch/callback/ace").encode())),
+         "Tg6fMyo8mj9pYfWQ9ssbx3Tc1BNC87IEygAfLbJqZb4="),
     ]
     for name, got, want in checks:
         assert got == want, f"{name}: {got} != {want}"

@@ -14,6 +14,7 @@ use http_body_util::Full;
 
 use crate::config::secret::Secret;
 
+mod adyen;
 pub mod catalog;
 mod discord;
 mod generic;
@@ -21,9 +22,12 @@ mod github;
 mod handshake;
 pub(crate) mod hmac;
 mod mailgun;
+mod messagebird;
 mod metronome;
+mod plivo;
 mod sendgrid;
 mod shopify;
+mod sinch_voice;
 mod slack;
 mod standard;
 mod stripe;
@@ -254,10 +258,34 @@ pub enum Scheme {
     Metronome,
     /// HMAC-SHA256 over a timestamp and token carried in the JSON body.
     Mailgun,
+    /// HMAC-SHA256 over fields of each notification item, in the JSON body.
+    Adyen,
+    /// HMAC-SHA256 over the public URL, the sorted form parameters and a nonce.
+    Plivo {
+        public_url: String,
+    },
+    /// An HMAC-signed JWT binding the public URL and the body's digest.
+    MessageBird {
+        public_url: String,
+    },
+    /// HMAC-SHA256 over the body's MD5, content type, timestamp and URL path.
+    SinchVoice {
+        public_url: String,
+    },
 }
 
 /// The scheme words that are code, not catalog presets, besides the core five.
-const CODED: [&str; 5] = ["twilio", "sendgrid", "discord", "metronome", "mailgun"];
+const CODED: [&str; 9] = [
+    "twilio",
+    "sendgrid",
+    "discord",
+    "metronome",
+    "mailgun",
+    "messagebird",
+    "adyen",
+    "plivo",
+    "sinch-voice",
+];
 
 impl Scheme {
     /// The `scheme = "…"` word.
@@ -275,6 +303,10 @@ impl Scheme {
             Scheme::Discord => "discord",
             Scheme::Metronome => "metronome",
             Scheme::Mailgun => "mailgun",
+            Scheme::MessageBird { .. } => "messagebird",
+            Scheme::Adyen => "adyen",
+            Scheme::Plivo { .. } => "plivo",
+            Scheme::SinchVoice { .. } => "sinch-voice",
         }
     }
 
@@ -293,6 +325,10 @@ impl Scheme {
             "discord" => Scheme::Discord,
             "metronome" => Scheme::Metronome,
             "mailgun" => Scheme::Mailgun,
+            "messagebird" => Scheme::MessageBird { public_url: url() },
+            "adyen" => Scheme::Adyen,
+            "plivo" => Scheme::Plivo { public_url: url() },
+            "sinch-voice" => Scheme::SinchVoice { public_url: url() },
             _ => {
                 let preset = catalog::find(name)?;
                 Scheme::Preset {
@@ -316,7 +352,8 @@ impl Scheme {
     /// needs `public_url` (a proxy sees another scheme, host or path).
     pub fn needs_public_url(&self) -> bool {
         match self {
-            Scheme::Twilio { .. } => true,
+            Scheme::Twilio { .. } | Scheme::MessageBird { .. } | Scheme::Plivo { .. } => true,
+            Scheme::SinchVoice { .. } => true,
             Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => g.uses_url(),
             _ => false,
         }
@@ -327,8 +364,10 @@ impl Scheme {
         match self {
             Scheme::Stripe | Scheme::Slack | Scheme::Standard => true,
             Scheme::SendGrid | Scheme::Discord => true,
-            Scheme::Metronome | Scheme::Mailgun => true,
+            Scheme::Metronome | Scheme::Mailgun | Scheme::MessageBird { .. } => true,
+            Scheme::SinchVoice { .. } => true,
             Scheme::Github | Scheme::Shopify | Scheme::Twilio { .. } => false,
+            Scheme::Adyen | Scheme::Plivo { .. } => false,
             Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => g.signs_timestamp(),
         }
     }
@@ -352,6 +391,8 @@ impl Scheme {
             Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => g.prepare_key(secret),
             Scheme::SendGrid => sendgrid::prepare_key(secret),
             Scheme::Discord => discord::prepare_key(secret),
+            Scheme::Adyen => adyen::prepare_key(secret),
+            Scheme::SinchVoice { .. } => sinch_voice::prepare_key(secret),
             _ if secret.expose().is_empty() => Err("secret is empty".to_owned()),
             _ => Ok(secret.clone()),
         }
@@ -382,6 +423,14 @@ impl Scheme {
             Scheme::Discord => discord::verify(keys, tolerance, headers, body, now),
             Scheme::Metronome => metronome::verify(keys, tolerance, headers, body, now),
             Scheme::Mailgun => mailgun::verify(keys, tolerance, body, now),
+            Scheme::MessageBird { public_url } => {
+                messagebird::verify(public_url, keys, tolerance, headers, body, now)
+            }
+            Scheme::Adyen => adyen::verify(keys, body),
+            Scheme::Plivo { public_url } => plivo::verify(public_url, keys, headers, body),
+            Scheme::SinchVoice { public_url } => {
+                sinch_voice::verify(public_url, keys, tolerance, headers, body, now)
+            }
         }
     }
 
@@ -411,7 +460,16 @@ impl Scheme {
                 Err("the sender signs with its private key; hookgate only holds the public key")
             }
             Scheme::Metronome => Ok(metronome::sign(key, body, timestamp)),
-            Scheme::Mailgun => Err("the signature travels in the body, not in headers"),
+            Scheme::Mailgun | Scheme::Adyen => {
+                Err("the signature travels in the body, not in headers")
+            }
+            Scheme::MessageBird { public_url } => {
+                Ok(messagebird::sign(public_url, key, body, id, timestamp))
+            }
+            Scheme::Plivo { public_url } => Ok(plivo::sign(public_url, key, body)),
+            Scheme::SinchVoice { public_url } => {
+                Ok(sinch_voice::sign(public_url, key, body, timestamp))
+            }
         }
     }
 

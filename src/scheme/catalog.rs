@@ -472,6 +472,88 @@ pub static PRESETS: &[Preset] = &[
             "https://replicate.com/docs/topics/webhooks/verify-webhook",
         )
     },
+    Preset {
+        timestamp_format: TimestampFormat::Milliseconds,
+        event_id: Some(P("/id")),
+        event_type: Some(P("/event")),
+        tolerance_secs: Some(180),
+        vector: Vector::Sdk("workos/workos-python tests/test_webhooks.py"),
+        ..t_v1(
+            "workos",
+            "WorkOS",
+            &["workos-signature"],
+            "https://workos.com/docs/sso/webhooks",
+        )
+    },
+    Preset {
+        signature_prefix: Some("hmac-sha256-hex="),
+        event_id: Some(P("/id")),
+        event_type: Some(P("/description")),
+        vector: Vector::Sdk(
+            "EasyPost/easypost-go tests/webhook_test.go (TestValidateWebhook) with tests/fixture_test.go (EventBody)",
+        ),
+        ..hmac(
+            "easypost",
+            "EasyPost",
+            &["x-hmac-signature"],
+            Hex,
+            "https://support.easypost.com/hc/en-us/articles/39826034964237-Webhook-HMAC-Validation",
+        )
+    },
+    Preset {
+        signed_payload: "{body}.{header:x-sinch-webhook-signature-nonce}.{timestamp}",
+        timestamp_header: Some("x-sinch-webhook-signature-timestamp"),
+        vector: Vector::Sdk(
+            "sinch/sinch-sdk-dotnet tests/Sinch.Tests/Conversation/WebhooksTests.cs (ValidateRequest)",
+        ),
+        ..hmac(
+            "sinch",
+            "Sinch Conversation API",
+            &["x-sinch-webhook-signature"],
+            Base64,
+            "https://developers.sinch.com/docs/conversation/",
+        )
+    },
+    Preset {
+        algorithm: Algorithm::Sha1,
+        event_id: Some(P("/eventId")),
+        event_type: Some(P("/eventType")),
+        vector: Vector::Sdk(
+            "sinch/sinch-sdk-node packages/sdk-client/tests/utils/authorization.helper.test.ts",
+        ),
+        ..hmac(
+            "sinch-numbers",
+            "Sinch Numbers API callbacks",
+            &["x-sinch-signature"],
+            Hex,
+            "https://developers.sinch.com/docs/numbers/api-reference/imported-hosting/tag/Imported-Numbers-and-Hosting-Orders-Callbacks",
+        )
+    },
+    Preset {
+        event_id: Some(P("/id")),
+        event_type: Some(P("/type")),
+        vector: Vector::Sdk(
+            "Ingenico-ePayments/connect-sdk-php tests/Ingenico/Connect/Sdk/Webhooks/WebhooksHelperTest.php (testUnmarshalBytesSuccess)",
+        ),
+        ..hmac(
+            "worldline",
+            "Worldline Connect / Direct (formerly Ingenico ePayments)",
+            &["x-gcs-signature"],
+            Base64,
+            "https://docs.connect.worldline-solutions.com/documentation/webhooks/",
+        )
+    },
+    Preset {
+        event_type: Some(P("/event")),
+        vector: Vector::Sdk("Viber/viber-bot-python tests/api/test_api.py (test_verify_signature)"),
+        ..hmac(
+            "viber",
+            "Viber bots",
+            &["x-viber-content-signature"],
+            Hex,
+            "https://creators.viber.com/docs/bots-api/getting-started/authentication",
+        )
+    },
     // ---- Shared standards: the standard's published vector ----
     Preset {
         signature_prefix: Some("sha256="),

@@ -417,6 +417,38 @@ pub(super) fn sign(
     let ts = hmac::format_time(generic.timestamp_format, timestamp);
     let url = generic.public_url.as_deref().unwrap_or_default();
     let pieces = pieces(&generic.signed_payload);
+    // A `{header:…}` the sender signs travels with the request: the
+    // timestamp or id when it names their header, else a fresh value (a
+    // nonce), one per distinct header.
+    let same =
+        |a: &str, h: Option<&HeaderName>| h.is_some_and(|h| h.as_str().eq_ignore_ascii_case(a));
+    let id_header = match &generic.event_id {
+        Some(Locator::Header(h)) => Some(h),
+        _ => None,
+    };
+    let mut extra: Vec<(String, String)> = Vec::new();
+    for piece in &pieces {
+        if let Piece::Header(name) = *piece {
+            let known = same(name, generic.timestamp_header.as_ref())
+                || same(name, id_header)
+                || extra.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+            if !known {
+                extra.push((name.to_ascii_lowercase(), hmac::random_id()));
+            }
+        }
+    }
+    let header_value = |name: &str| -> &[u8] {
+        if same(name, generic.timestamp_header.as_ref()) {
+            ts.as_bytes()
+        } else if same(name, id_header) {
+            id.as_bytes()
+        } else {
+            extra
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                .map_or(&b""[..], |(_, v)| v.as_bytes())
+        }
+    };
     let parts: Vec<&[u8]> = pieces
         .iter()
         .map(|piece| match *piece {
@@ -425,8 +457,7 @@ pub(super) fn sign(
             Piece::Timestamp => ts.as_bytes(),
             Piece::Body => body,
             Piece::Url => url.as_bytes(),
-            // Headers hookgate does not set are signed empty.
-            Piece::Header(_) => b"",
+            Piece::Header(name) => header_value(name),
         })
         .collect();
     let tag = generic.expected(key.expose(), &parts);
@@ -445,8 +476,9 @@ pub(super) fn sign(
         out.push((name.as_str().to_owned(), ts));
     }
     if let Some(Locator::Header(name)) = &generic.event_id {
-        out.push((name.as_str().to_owned(), id));
+        out.push((name.as_str().to_owned(), id.clone()));
     }
+    out.extend(extra.iter().cloned());
     Ok(out)
 }
 

@@ -155,6 +155,58 @@ const CODED: &[Coded] = &[
         vector: "SDK test: mailgun/mailgun-php tests/Api/WebhookTest.php (testVerifyWebhookGood)",
         published: true,
     },
+    Coded {
+        name: "messagebird",
+        provider: "MessageBird (Bird)",
+        headers: "`MessageBird-Signature-JWT` (a JWT)",
+        signed: "JWT claims `url_hash` = SHA-256 of `{url}`, `payload_hash` = SHA-256 of `{body}` (needs `public_url`)",
+        algorithm: "HMAC JWT (HS256, HS384, HS512); `iss` `MessageBird`; key: signing key",
+        tolerance: "5m (default) around `nbf`",
+        id: "SHA-256 of body (`jti` when empty)",
+        kind: "body `/type`",
+        handshake: "—",
+        vector: "SDK test: messagebird/go-rest-api signature_jwt/testdata/reference.json (read by signature_jwt/signature_test.go)",
+        published: true,
+    },
+    Coded {
+        name: "adyen",
+        provider: "Adyen standard notifications (payments)",
+        headers: "— (body `/notificationItems/*/NotificationRequestItem/additionalData/hmacSignature`)",
+        signed: "each item's `pspReference:originalReference:merchantAccountCode:merchantReference:value:currency:eventCode:success`; other fields are not signed by Adyen",
+        algorithm: "HMAC-SHA256, base64; secret hex (HMAC key)",
+        tolerance: "— (no signed time)",
+        id: "`pspReference:eventCode:success` of a single item, else SHA-256 of body",
+        kind: "`eventCode` of a single item",
+        handshake: "—",
+        vector: "SDK test: Adyen/adyen-python-api-library test/test_util.py (test_notification_request_item_hmac, test_webhooks_with_slashes with test/mocks/util/)",
+        published: true,
+    },
+    Coded {
+        name: "plivo",
+        provider: "Plivo Voice (signature V3)",
+        headers: "`X-Plivo-Signature-V3: …[,…]`, `X-Plivo-Signature-V3-Nonce`",
+        signed: "`{url}` without query + `?` + sorted query `k=v&…` + `.` + sorted form parameters `k` + `v` + `.` + nonce (needs `public_url`)",
+        algorithm: "HMAC-SHA256, base64 (key: auth token)",
+        tolerance: "— (no signed time)",
+        id: "SHA-256 of body",
+        kind: "form parameter `Event`",
+        handshake: "—",
+        vector: "SDK test: plivo/plivo-go utils_test.go (TestValidateSignatureV3Pass1, TestValidateSignatureV3Pass3)",
+        published: true,
+    },
+    Coded {
+        name: "sinch-voice",
+        provider: "Sinch Voice and Verification callbacks",
+        headers: "`Authorization: Application <key>:…`, `x-timestamp`, `Content-Type`",
+        signed: "lines `POST`, base64 MD5 of `{body}`, `{Content-Type}`, `x-timestamp:{timestamp}`, path of `{url}` (needs `public_url`)",
+        algorithm: "HMAC-SHA256, base64; secret base64 (application secret)",
+        tolerance: "5m (default)",
+        id: "SHA-256 of body",
+        kind: "body `/event`",
+        handshake: "—",
+        vector: "docs: https://developers.sinch.com/docs/voice/api-reference/authentication/callback-signed-request (its example)",
+        published: true,
+    },
 ];
 
 fn loc(l: Option<Loc>) -> String {
@@ -332,19 +384,36 @@ limited to 512 printable characters and sent as text with `X-Content-Type-Option
 ## Not yet\n\n\
 - **Asana** and **Notion** send the signing secret in their first, unsigned request; hookgate \
 cannot learn it without storing it, so they are not in the catalog.\n\
-- **Contentful** signs a canonical request (method, path, chosen headers); **Adyen**'s payment \
-notifications sign fields of each notification item (its platform webhooks are `adyen-platform`); \
-**Linear** puts its timestamp in the body; **Plaid** sends a JWT whose key must be fetched; \
+- **Contentful** signs a canonical request (method, path, chosen headers); **Linear** puts its timestamp in the body; **Plaid** sends a JWT whose key must be fetched; \
 **PayPal** needs certificate retrieval; **Netlify** sends a JWS. These need code not written yet.\n\
 - **Mailgun** signs only the timestamp and token in the body's `signature` block, not the event: \
 hookgate checks that block and the window and dedupes on the event id, but cannot detect an altered \
 `event-data`. Only JSON webhooks are read (not the legacy form-encoded ones).\n\
+- **Adyen**'s standard (payment) notifications sign eight fields of each item, not the body: \
+hookgate checks every item's signature and dedupes on `pspReference:eventCode:success`, but cannot \
+detect an altered `additionalData`, `reason` or `eventDate`, and no time is signed. Its platform \
+webhooks (whole body signed) are `adyen-platform`.\n\
 - **Postmark** and others that use HTTP Basic auth have no signature; a generic source with \
 `algorithm = \"token\"`, `signature_header = \"Authorization\"` and `signature_prefix = \"Basic \"` \
 checks the base64 credentials.\n\
 - **Twilio** JSON bodies (signed through a `bodySHA256` query parameter) are not supported: their \
 URL changes per request. **Meta**'s `hub.challenge` GET needs a verify token hookgate does not hold.\n\
-- **Xero**'s intent-to-receive check expects 401 for a bad signature; hookgate answers 400.\n";
+- **Xero**'s intent-to-receive check expects 401 for a bad signature; hookgate answers 400.\n\
+- **EasyPost** normalizes its webhook secret to Unicode NFKD before signing; a secret with accented \
+letters must be written in that decomposed form (ASCII secrets are unaffected). Its newer \
+`X-Hmac-Signature-V2` (timestamp and path signed) is not read; `easypost` checks `X-Hmac-Signature`.\n\
+- **Worldline** Connect checks a new endpoint with a `GET` that expects the \
+`X-GCS-Webhooks-Endpoint-Verification` header echoed; hookgate does not answer it yet. \
+`X-GCS-KeyId` is not read: every configured secret is tried.\n\
+- **MessageBird** signs the full URL it requests: callbacks whose URL carries per-request query \
+parameters (SMS status reports sent as `GET`) cannot match a fixed `public_url` and are refused.\n\
+- **Plivo** messaging and Verify callbacks carry only the V2 signature (URL and nonce, not the \
+parameters), which hookgate does not accept; `plivo` checks the V3 signature of Voice callbacks.\n\
+- **Sinch** Conversation callbacks name their algorithm in `x-sinch-webhook-signature-algorithm`; \
+`sinch` checks HMAC-SHA256 (the default). Voice and Verification callbacks sign differently \
+(an `Authorization: Application …` header): use `sinch-voice`, whose `public_url` must be the \
+callback URL configured at Sinch (its path is signed). The application key in that header is \
+not compared; the signature proves the secret.\n";
 
 #[test]
 fn providers_md_is_current() {

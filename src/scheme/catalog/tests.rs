@@ -541,6 +541,114 @@ const KATS: &[Kat] = &[
         event_type: None,
         source: Source::Published,
     },
+    // workos/workos-python tests/test_webhooks.py (test_passed_expected_event_validation): the
+    // timestamp is in milliseconds; the body's `\'` is a Python escape for `'`.
+    Kat {
+        scheme: "workos",
+        secret: "1lyKDzhJjuCkIscIWqkSe4YsQ",
+        public_url: None,
+        headers: &[(
+            "workos-signature",
+            "t=1632409405772, v1=67612f0e74f008b436a13b00266f90ef5c13f9cbcf6262206f5f4a539ff61702",
+        )],
+        body: "{\"id\":\"wh_01FG9JXJ9C9S052FX59JVG4EG1\",\"data\":{\"id\":\"conn_01EHWNC0FCBHZ3BJ7EGKYXK0E6\",\"name\":\"Foo Corp's Connection\",\"state\":\"active\",\"object\":\"connection\",\"domains\":[{\"id\":\"conn_domain_01EHWNFTAFCF3CQAE5A9Q0P1YB\",\"domain\":\"foo-corp.com\",\"object\":\"connection_domain\"}],\"connection_type\":\"OktaSAML\",\"organization_id\":\"org_01EHWNCE74X7JSDV0X3SZ3KJNY\"},\"event\":\"connection.activated\"}",
+        now: 1632409405,
+        event_id: Expect::Id("wh_01FG9JXJ9C9S052FX59JVG4EG1"),
+        event_type: Some("connection.activated"),
+        source: Source::Published,
+    },
+    // EasyPost/easypost-go tests/webhook_test.go (TestValidateWebhook) over the EventBody of
+    // tests/fixture_test.go. The secret there is "sécret"; EasyPost's libraries NFKD-normalize
+    // it first, so it is written here decomposed (`e` + U+0301).
+    Kat {
+        scheme: "easypost",
+        secret: "se\u{301}cret",
+        public_url: None,
+        headers: &[(
+            "x-hmac-signature",
+            "hmac-sha256-hex=e93977c8ccb20363d51a62b3fe1fc402b7829be1152da9e88cf9e8d07115a46b",
+        )],
+        body: "{\"result\":{\"id\":\"batch_123...\",\"object\":\"Batch\",\"mode\":\"test\",\"state\":\"created\",\"num_shipments\":0,\"reference\":null,\"created_at\":\"2022-07-26T17:22:32Z\",\"updated_at\":\"2022-07-26T17:22:32Z\",\"scan_form\":null,\"shipments\":[],\"status\":{\"created\":0,\"queued_for_purchase\":0,\"creation_failed\":0,\"postage_purchased\":0,\"postage_purchase_failed\":0},\"pickup\":null,\"label_url\":null},\"description\":\"batch.created\",\"mode\":\"test\",\"previous_attributes\":null,\"completed_urls\":null,\"user_id\":\"user_123...\",\"status\":\"pending\",\"object\":\"Event\",\"id\":\"evt_123...\"}",
+        now: 1700000000,
+        event_id: Expect::Id("evt_123..."),
+        event_type: Some("batch.created"),
+        source: Source::Published,
+    },
+    // sinch/sinch-sdk-dotnet tests/Sinch.Tests/Conversation/WebhooksTests.cs (ValidateRequest).
+    Kat {
+        scheme: "sinch",
+        secret: "foo_secret1234",
+        public_url: None,
+        headers: &[
+            (
+                "x-sinch-webhook-signature-nonce",
+                "01FJA8B4A7BM43YGWSG9GBV067",
+            ),
+            ("x-sinch-webhook-signature-timestamp", "1634579353"),
+            (
+                "x-sinch-webhook-signature",
+                "6bpJoRmFoXVjfJIVglMoJzYXxnoxRujzR4k2GOXewOE=",
+            ),
+        ],
+        body: "{\"app_id\":\"\",\"accepted_time\":\"2021-10-18T17:49:13.813615Z\",\"project_id\":\"e2df3a34-a71b-4448-9db5-a8d2baad28e4\",\"contact_create_notification\":{\"contact\":{\"id\":\"01FJA8B466Y0R2GNXD78MD9SM1\",\"channel_identities\":[{\"channel\":\"SMS\",\"identity\":\"48123456789\",\"app_id\":\"\"}],\"display_name\":\"New Test Contact\",\"email\":\"new.contact@email.com\",\"external_id\":\"\",\"metadata\":\"\",\"language\":\"EN_US\"}},\"message_metadata\":\"\"}",
+        now: 1634579353,
+        event_id: Expect::Digest,
+        event_type: None,
+        source: Source::Published,
+    },
+    // sinch/sinch-sdk-node packages/sdk-client/tests/utils/authorization.helper.test.ts ("should
+    // validate the signature header when valid").
+    Kat {
+        scheme: "sinch-numbers",
+        secret: "my-callback-secret",
+        public_url: None,
+        headers: &[(
+            "x-sinch-signature",
+            "b93021e0182c2772dbcdf4e8983ae8f409e78c3b",
+        )],
+        body: "{\"eventId\":\"01hpa0mww4m79q8j2dwn3ggbgz\",\"timestamp\":\"2024-02-10T17:22:09.412722588\",\"projectId\":\"37b62a7b-0177-abcd-efgh-e10f848de123\",\"resourceId\":\"+17818510001\",\"resourceType\":\"ACTIVE_NUMBER\",\"eventType\":\"DEPROVISIONING_FROM_VOICE_PLATFORM\",\"status\":\"SUCCEEDED\",\"failureCode\":null}",
+        now: 1700000000,
+        event_id: Expect::Id("01hpa0mww4m79q8j2dwn3ggbgz"),
+        event_type: Some("DEPROVISIONING_FROM_VOICE_PLATFORM"),
+        source: Source::Published,
+    },
+    // Ingenico-ePayments/connect-sdk-php tests/Ingenico/Connect/Sdk/Webhooks/WebhooksHelperTest.php
+    // (testUnmarshalBytesSuccess): secret "hello+world" over its VALID_BODY with Unix line breaks
+    // and no final newline, copied byte for byte to fixtures/. The key id header names which
+    // secret signed; hookgate tries every configured secret instead.
+    Kat {
+        scheme: "worldline",
+        secret: "hello+world",
+        public_url: None,
+        headers: &[
+            (
+                "x-gcs-signature",
+                "2S7doBj/GnJnacIjSJzr5fxGM5xmfQyFAwxv1I53ZEk=",
+            ),
+            ("x-gcs-keyid", "dummy-key-id"),
+        ],
+        body: include_str!("fixtures/worldline_payment_paid.json"),
+        now: 1700000000,
+        event_id: Expect::Id("8ee793f6-4553-4749-85dc-f2ef095c5ab0"),
+        event_type: Some("payment.paid"),
+        source: Source::Published,
+    },
+    // Viber/viber-bot-python tests/api/test_api.py (test_verify_signature): the key is the bot's
+    // authentication token from that file's BotConfiguration.
+    Kat {
+        scheme: "viber",
+        secret: "44dafb7e0f40021e-61a47a1e6778d187-f2c5a676a07050b3",
+        public_url: None,
+        headers: &[(
+            "x-viber-content-signature",
+            "d21b343448c8aee33b8e93768ef6ceb64a6ba6163099973a2b8bd028fea510ef",
+        )],
+        body: "{\"event\":\"webhook\",\"timestamp\":4977069964384421269,\"message_token\":1478683725125}",
+        now: 1700000000,
+        event_id: Expect::Digest,
+        event_type: Some("webhook"),
+        source: Source::Published,
+    },
     // GitHub's published test values (as in github.rs):
     // https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries#testing-the-webhook-payload-validation
     Kat {
