@@ -16,7 +16,8 @@ use std::time::Duration;
 use divan::{Bencher, black_box};
 use hmac::{Hmac, KeyInit, Mac};
 use hookgate::config::secret::Secret;
-use hookgate::scheme::{Encoding, Generic, Locator, Scheme};
+use hookgate::config::{Config, SecretSource};
+use hookgate::scheme::Scheme;
 use hookgate::store::memory::MemoryStore;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use sha2::Sha256;
@@ -39,48 +40,94 @@ fn body(size: usize) -> Vec<u8> {
     out
 }
 
-fn generic() -> Scheme {
-    Scheme::Generic(Box::new(Generic {
-        signature_header: HeaderName::from_static("x-acme-signature"),
-        signature_prefix: Some("sha256=".to_owned()),
-        encoding: Encoding::Hex,
-        signed_payload: "{id}.{timestamp}.{body}".to_owned(),
-        timestamp_header: Some(HeaderName::from_static("x-acme-timestamp")),
-        event_id: Some(Locator::Header(HeaderName::from_static("x-acme-delivery"))),
-        event_type: Some(Locator::Pointer("/kind".to_owned())),
-    }))
-}
+/// One source per scheme, built the way hookgate builds them: from a config.
+const CONFIG: &str = r#"
+[server]
+listen = "127.0.0.1:0"
+upstream = "http://127.0.0.1:1"
+[admin]
+listen = "127.0.0.1:0"
+[store]
+kind = "memory"
+[[source]]
+name = "stripe"
+path = "/stripe"
+scheme = "stripe"
+secrets = ["whsec_bench_secret_0123456789"]
+tolerance = "5m"
+[[source]]
+name = "github"
+path = "/github"
+scheme = "github"
+secrets = ["whsec_bench_secret_0123456789"]
+[[source]]
+name = "shopify"
+path = "/shopify"
+scheme = "shopify"
+secrets = ["whsec_bench_secret_0123456789"]
+[[source]]
+name = "slack"
+path = "/slack"
+scheme = "slack"
+secrets = ["whsec_bench_secret_0123456789"]
+tolerance = "5m"
+[[source]]
+name = "standard"
+path = "/standard"
+scheme = "standard"
+secrets = ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]
+tolerance = "5m"
+[[source]]
+name = "generic"
+path = "/generic"
+scheme = "generic"
+secrets = ["whsec_bench_secret_0123456789"]
+tolerance = "5m"
+[source.generic]
+signature_header = "X-Acme-Signature"
+signature_prefix = "sha256="
+encoding = "hex"
+signed_payload = "{id}.{timestamp}.{body}"
+timestamp_header = "X-Acme-Timestamp"
+event_id = { header = "X-Acme-Delivery" }
+event_type = { pointer = "/kind" }
+"#;
 
-fn scheme(name: &str) -> Scheme {
-    match name {
-        "stripe" => Scheme::Stripe,
-        "github" => Scheme::Github,
-        "shopify" => Scheme::Shopify,
-        "slack" => Scheme::Slack,
-        "standard" => Scheme::Standard,
-        _ => generic(),
+struct NoSecrets;
+
+impl SecretSource for NoSecrets {
+    fn env(&self, _: &str) -> Option<String> {
+        None
+    }
+    fn file(&self, _: &std::path::Path) -> std::io::Result<Vec<u8>> {
+        Err(std::io::Error::other(
+            "the bench config names no secret file",
+        ))
     }
 }
 
-/// The key as the scheme uses it, the headers `sign` makes, and the body.
+/// The source's scheme, its key as the scheme uses it, the headers `sign`
+/// makes, and the body.
 fn signed_request(name: &str, size: usize) -> (Scheme, Vec<Secret>, HeaderMap, Vec<u8>) {
-    let scheme = scheme(name);
-    let configured = if name == "standard" {
-        Secret::new(b"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".to_vec())
-    } else {
-        Secret::new(b"whsec_bench_secret_0123456789".to_vec())
-    };
-    let key = scheme
-        .prepare_key(&configured)
-        .unwrap_or_else(|e| panic!("bench key for {name}: {e}"));
+    let config =
+        Config::from_toml_str(CONFIG, &NoSecrets).unwrap_or_else(|e| panic!("bench config: {e:?}"));
+    let source = config
+        .sources
+        .into_iter()
+        .find(|s| s.name == name)
+        .unwrap_or_else(|| panic!("no bench source {name}"));
     let body = body(size);
     let mut headers = HeaderMap::new();
-    for (n, v) in scheme.sign(&key, &body, Some("evt_bench_1"), NOW) {
+    let lines = source
+        .scheme
+        .sign(&source.keys[0], &body, Some("evt_bench_1"), NOW)
+        .unwrap_or_else(|e| panic!("{name} signs: {e}"));
+    for (n, v) in lines {
         let n = HeaderName::from_bytes(n.as_bytes()).expect("sign makes valid names");
         let v = HeaderValue::from_str(&v).expect("sign makes valid values");
         headers.insert(n, v);
     }
-    (scheme, vec![key], headers, body)
+    (source.scheme, source.keys, headers, body)
 }
 
 fn bench_verify(b: Bencher, name: &str, size: usize) {

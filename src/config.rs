@@ -35,14 +35,24 @@
 //!   sources get `Duration::ZERO`.
 //! - `event_types = []` is an error (leave the key out to accept every type),
 //!   as is `event_types` on a generic sender without `event_type`.
+//! - `scheme` is one of the core five, `generic`, or a provider of the
+//!   catalog (`docs/providers.md`). A provider's documented replay window is
+//!   the default `tolerance` for its sources.
+//! - `public_url` (absolute http/https URL, no fragment) is required by
+//!   schemes that sign the URL the sender posts to (`twilio`, `square`,
+//!   `hubspot`, `trello`, a generic `{url}`) and refused elsewhere.
 //! - Generic senders: `encoding` is required (a wrong guess would fail every
-//!   request). `signed_payload` contains `{body}` exactly once and no other
-//!   placeholder than `{id}` and `{timestamp}`, and no stray brace.
-//!   `{timestamp}` requires `timestamp_header`, and `timestamp_header`
+//!   request) except with `algorithm = "token"`, which takes no
+//!   `signed_payload`, timestamp or `encoding`. `signed_payload` contains
+//!   `{body}` exactly once and no other placeholder than `{id}`,
+//!   `{timestamp}`, `{url}` and `{header:Name}`, and no stray brace.
+//!   `{timestamp}` requires `timestamp_header` or `timestamp_key`, and either
 //!   requires `{timestamp}` (an unsigned time proves nothing, so it can't
-//!   bound replays). `{id}` requires `event_id = { header = … }`: the id must
-//!   be known before verification, and the body is only parsed after it.
-//!   An empty `signature_prefix` means none.
+//!   bound replays); the two are exclusive. `timestamp_key` needs
+//!   `signature_key`, which needs `signature_delimiter`. `{id}` requires
+//!   `event_id = { header = … }`: the id must be known before verification,
+//!   and the body is only parsed after it. An empty `signature_prefix` or
+//!   `secret_prefix` means none; an empty delimiter or key is an error.
 //! - JSON pointers (ordering, locators) follow RFC 6901: empty, or starting
 //!   with `/`, with `~` only in `~0`/`~1`.
 //! - `delivery = "queue"` is refused with the memory store: a queued event is
@@ -52,6 +62,9 @@
 //!   errors on a forward source, where the sender owns the retries.
 //! - `[admin] token` (a secret: literal, `{ env }` or `{ file }`) turns on the
 //!   dead-letter endpoints of the admin listener; without it they are off.
+//! - `server.max_connections` is greater than zero; `server.request_read_timeout`
+//!   bounds the headers, and then the body, of each request.
+//! - `on_store_error = "forward_unchecked"` needs `delivery = "forward"`.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -63,7 +76,9 @@ use std::time::Duration;
 use http::{HeaderName, Uri};
 use toml::Spanned;
 
-use crate::scheme::{Encoding, Generic, Locator, Scheme};
+use crate::scheme::{
+    Algorithm, Encoding, Generic, Labels, Locator, Scheme, SecretEncoding, TimestampFormat,
+};
 
 pub mod duration;
 mod raw;
@@ -92,6 +107,12 @@ pub struct Server {
     pub upstream_timeout: Duration,
     pub max_body_bytes: usize,
     pub unmatched: Unmatched,
+    /// Open connections on the public listener beyond which a new one is
+    /// answered `503` and closed (read at start).
+    pub max_connections: usize,
+    /// A sender has this long to send its request headers, and then this long
+    /// again for its body (slow clients cost a timer, not a worker).
+    pub request_read_timeout: Duration,
     pub tls: Option<Tls>,
 }
 
@@ -139,6 +160,16 @@ pub enum Delivery {
     Queue,
 }
 
+/// What a source does with a verified event when the nonce store fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnStoreError {
+    /// `503 store_unavailable`: the sender retries later (the default: fail closed).
+    Reject,
+    /// Forward without the duplicate check (signature still required),
+    /// counted as `forwarded_unchecked`.
+    ForwardUnchecked,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ordering {
     /// JSON pointer to the resource key.
@@ -162,6 +193,7 @@ pub struct Source {
     /// Event-type patterns; empty = all. `*` at the end matches any suffix.
     pub event_types: Vec<String>,
     pub delivery: Delivery,
+    pub on_store_error: OnStoreError,
     /// Queue delivery: the delay before each retry; when they run out the
     /// event becomes a dead letter.
     pub retry_schedule: Vec<Duration>,
@@ -366,6 +398,8 @@ impl fmt::Debug for StoreKind {
 
 const DEFAULT_UPSTREAM_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_MAX_BODY_BYTES: usize = 1_048_576;
+const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+const DEFAULT_REQUEST_READ_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_ADMIN_LISTEN: SocketAddr =
     SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 9090);
 const DEFAULT_NONCE_TTL: Duration = Duration::from_secs(24 * 3600);
@@ -596,6 +630,16 @@ fn build_server(c: &mut Check<'_>, raw: Option<&Spanned<RawServer>>) -> Option<S
         "server.max_body_bytes",
         DEFAULT_MAX_BODY_BYTES,
     );
+    let max_connections = c.positive(
+        r.max_connections.as_ref(),
+        "server.max_connections",
+        DEFAULT_MAX_CONNECTIONS,
+    );
+    let request_read_timeout = c.duration(
+        r.request_read_timeout.as_ref(),
+        "server.request_read_timeout",
+        DEFAULT_REQUEST_READ_TIMEOUT,
+    );
     let unmatched = c.word(
         r.unmatched.as_ref(),
         "server.unmatched",
@@ -627,6 +671,8 @@ fn build_server(c: &mut Check<'_>, raw: Option<&Spanned<RawServer>>) -> Option<S
         upstream_timeout: upstream_timeout?,
         max_body_bytes: max_body_bytes?,
         unmatched: unmatched?,
+        max_connections: max_connections?,
+        request_read_timeout: request_read_timeout?,
         tls: tls?,
     })
 }
@@ -1030,6 +1076,7 @@ fn build_sources(
                 tolerance: b.tolerance,
                 event_types: b.event_types,
                 delivery: b.delivery,
+                on_store_error: b.on_store_error,
                 retry_schedule: b.retry_schedule,
                 max_in_flight: b.max_in_flight,
                 ordering: b.ordering,
@@ -1093,24 +1140,53 @@ fn normalise_path(text: &str) -> Result<String, String> {
     Ok(p.to_owned())
 }
 
+/// A `scheme = "…"` word: `generic`, or any name [`Scheme::by_name`] knows.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum SchemeWord {
-    Stripe,
-    Github,
-    Shopify,
-    Slack,
-    Standard,
     Generic,
+    Named(&'static str),
 }
 
-const SCHEMES: &[(&str, SchemeWord)] = &[
-    ("stripe", SchemeWord::Stripe),
-    ("github", SchemeWord::Github),
-    ("shopify", SchemeWord::Shopify),
-    ("slack", SchemeWord::Slack),
-    ("standard", SchemeWord::Standard),
-    ("generic", SchemeWord::Generic),
-];
+fn scheme_word(c: &mut Check<'_>, v: &Spanned<String>, field: &str) -> Option<SchemeWord> {
+    let word = v.get_ref().as_str();
+    if word == "generic" {
+        return Some(SchemeWord::Generic);
+    }
+    if let Some(name) = Scheme::names().find(|n| *n == word) {
+        return Some(SchemeWord::Named(name));
+    }
+    c.at(
+        v,
+        field,
+        format!(
+            "unknown value \"{word}\"; expected \"stripe\", \"github\", \"shopify\", \"slack\", \
+             \"standard\", \"generic\" or a provider of docs/providers.md (\"twilio\", \"zoom\", …)"
+        ),
+    );
+    None
+}
+
+/// An absolute http(s) URL as the sender sees it.
+fn public_url(c: &mut Check<'_>, v: &Spanned<String>, field: &str) -> Option<String> {
+    let text = v.get_ref();
+    let ok =
+        text.parse::<Uri>().ok().is_some_and(|u| {
+            matches!(u.scheme_str(), Some("http" | "https")) && u.host().is_some()
+        }) && !text.contains(['#', ' ']);
+    if ok {
+        Some(text.clone())
+    } else {
+        c.at(
+            v,
+            field,
+            format!(
+                "\"{text}\" is not an absolute http(s) URL; give the URL exactly as configured \
+                 at the sender, e.g. \"https://hooks.example.com/webhooks/twilio\""
+            ),
+        );
+        None
+    }
+}
 
 /// Everything in a source but its name and path.
 struct SourceBody {
@@ -1120,6 +1196,7 @@ struct SourceBody {
     tolerance: Duration,
     event_types: Vec<String>,
     delivery: Delivery,
+    on_store_error: OnStoreError,
     retry_schedule: Vec<Duration>,
     max_in_flight: usize,
     ordering: Option<Ordering>,
@@ -1135,11 +1212,16 @@ fn source_body(
     let table = Some(rs.span());
     let field = |k: &str| format!("{label}.{k}");
 
-    // Scheme, with its [source.generic] table.
+    // Scheme, with its [source.generic] table and public URL.
     let scheme_field = field("scheme");
     let word = c
         .required(&r.scheme, table.clone(), &scheme_field)
-        .and_then(|v| c.word(Some(v), &scheme_field, SCHEMES, None));
+        .and_then(|v| scheme_word(c, v, &scheme_field));
+    let url_field = field("public_url");
+    let url = match &r.public_url {
+        None => Some(None),
+        Some(v) => public_url(c, v, &url_field).map(Some),
+    };
     let generic = match (&r.generic, word) {
         (Some(g), Some(SchemeWord::Generic) | None) => build_generic(c, label, g),
         (Some(g), Some(_)) => {
@@ -1163,14 +1245,47 @@ fn source_body(
         }
         (None, _) => None,
     };
+    let given_url = url.clone().flatten();
     let scheme = match word {
-        Some(SchemeWord::Stripe) => Some(Scheme::Stripe),
-        Some(SchemeWord::Github) => Some(Scheme::Github),
-        Some(SchemeWord::Shopify) => Some(Scheme::Shopify),
-        Some(SchemeWord::Slack) => Some(Scheme::Slack),
-        Some(SchemeWord::Standard) => Some(Scheme::Standard),
-        Some(SchemeWord::Generic) => generic.map(|g| Scheme::Generic(Box::new(g))),
+        Some(SchemeWord::Named(name)) => Scheme::by_name(name, given_url.as_deref()),
+        Some(SchemeWord::Generic) => generic.map(|mut g| {
+            g.public_url = given_url.clone();
+            Scheme::Generic(Box::new(g))
+        }),
         None => None,
+    };
+    let scheme = match (scheme, url) {
+        (Some(s), Some(url)) => match (s.needs_public_url(), url, &r.public_url) {
+            (true, None, _) if !c.poisoned.contains(&url_field) => {
+                let span = r.scheme.as_ref().map(|v| v.span()).or(table.clone());
+                let what = match &s {
+                    Scheme::Generic(_) => "generic.signed_payload uses {url}".to_owned(),
+                    _ => format!("scheme \"{}\" signs the URL the sender posts to", s.name()),
+                };
+                c.push(
+                    span,
+                    &url_field,
+                    format!(
+                        "{what}; set public_url to that URL exactly as configured at the sender \
+                         (behind a proxy the request arrives with another scheme, host or path)"
+                    ),
+                );
+                None
+            }
+            (false, Some(_), Some(v)) => {
+                c.at(
+                    v,
+                    &url_field,
+                    format!(
+                        "does not apply: scheme \"{}\" does not sign the URL; remove it",
+                        s.name()
+                    ),
+                );
+                None
+            }
+            _ => Some(s),
+        },
+        _ => None,
     };
 
     // Secrets, resolved and prepared for the scheme.
@@ -1225,7 +1340,8 @@ fn source_body(
     let tolerance_field = field("tolerance");
     let tolerance = match &scheme {
         Some(s) if s.signs_timestamp() => {
-            let t = c.duration(r.tolerance.as_ref(), &tolerance_field, DEFAULT_TOLERANCE);
+            let default = s.default_tolerance().unwrap_or(DEFAULT_TOLERANCE);
+            let t = c.duration(r.tolerance.as_ref(), &tolerance_field, default);
             if let (Some(t), Some(ttl)) = (t, store.nonce_ttl)
                 && ttl < t.saturating_mul(2)
             {
@@ -1248,7 +1364,8 @@ fn source_body(
             Some(v) => {
                 let message = match s {
                     Scheme::Generic(_) => "does not apply: this sender has no \
-                        generic.timestamp_header, so no signed time to check"
+                        generic.timestamp_header or generic.timestamp_key, so no signed time \
+                        to check"
                         .to_owned(),
                     _ => format!(
                         "does not apply: scheme \"{}\" signs no timestamp; remove it",
@@ -1320,6 +1437,26 @@ fn source_body(
         );
     }
 
+    // What to do when the store fails.
+    let on_store_error_field = field("on_store_error");
+    let on_store_error = c.word(
+        r.on_store_error.as_ref(),
+        &on_store_error_field,
+        &[
+            ("reject", OnStoreError::Reject),
+            ("forward_unchecked", OnStoreError::ForwardUnchecked),
+        ],
+        Some(OnStoreError::Reject),
+    );
+    if let (Some(OnStoreError::ForwardUnchecked), Some(Delivery::Queue), Some(v)) =
+        (on_store_error, delivery, &r.on_store_error)
+    {
+        c.at(
+            v,
+            &on_store_error_field,
+            r#""forward_unchecked" needs delivery = "forward": a queued event is stored before the 200, so without the store there is nothing to answer with"#,
+        );
+    }
     // Queue settings: only where hookgate owns the retries.
     let schedule_field = field("retry_schedule");
     let retry_schedule = match &r.retry_schedule {
@@ -1385,6 +1522,7 @@ fn source_body(
         tolerance: tolerance?,
         event_types: event_types?,
         delivery: delivery?,
+        on_store_error: on_store_error?,
         retry_schedule: retry_schedule?,
         max_in_flight: max_in_flight?,
         ordering: ordering?,
@@ -1493,12 +1631,14 @@ fn pattern_problem(p: &str) -> Option<String> {
 struct Placeholders {
     id: bool,
     timestamp: bool,
+    url: bool,
 }
 
 fn parse_template(t: &str) -> Result<Placeholders, String> {
     let mut found = Placeholders {
         id: false,
         timestamp: false,
+        url: false,
     };
     let mut bodies = 0;
     let mut rest = t;
@@ -1514,11 +1654,21 @@ fn parse_template(t: &str) -> Result<Placeholders, String> {
             "id" => found.id = true,
             "timestamp" => found.timestamp = true,
             "body" => bodies += 1,
-            other => {
-                return Err(format!(
-                    "\"{t}\" uses {{{other}}}; only {{id}}, {{timestamp}} and {{body}} are allowed"
-                ));
-            }
+            "url" => found.url = true,
+            other => match other.strip_prefix("header:") {
+                Some(name) if HeaderName::from_bytes(name.as_bytes()).is_ok() => {}
+                Some(name) => {
+                    return Err(format!(
+                        "\"{t}\" uses {{header:{name}}}, but \"{name}\" is not a valid header name"
+                    ));
+                }
+                None => {
+                    return Err(format!(
+                        "\"{t}\" uses {{{other}}}; only {{id}}, {{timestamp}}, {{body}}, {{url}} \
+                         and {{header:Name}} are allowed"
+                    ));
+                }
+            },
         }
         rest = &after[end + 1..];
     }
@@ -1526,6 +1676,22 @@ fn parse_template(t: &str) -> Result<Placeholders, String> {
         0 => Err(format!("\"{t}\" must contain {{body}}")),
         1 => Ok(found),
         _ => Err(format!("\"{t}\" contains {{body}} more than once")),
+    }
+}
+
+/// A string key that may be absent but, when given, must not be empty.
+fn non_empty(
+    c: &mut Check<'_>,
+    v: Option<&Spanned<String>>,
+    field: &str,
+) -> Option<Option<String>> {
+    match v {
+        None => Some(None),
+        Some(v) if v.get_ref().is_empty() => {
+            c.at(v, field, "is empty; leave it out instead");
+            None
+        }
+        Some(v) => Some(Some(v.get_ref().clone())),
     }
 }
 
@@ -1538,28 +1704,100 @@ fn build_generic(c: &mut Check<'_>, label: &str, raw: &Spanned<RawGeneric>) -> O
     let signature_header = c
         .required(&g.signature_header, table.clone(), &sh)
         .and_then(|v| c.header_name(v, &sh));
+    let ah = field("alternate_signature_headers");
+    let alternates = match &g.alternate_signature_headers {
+        None => Some(Vec::new()),
+        Some(list) => {
+            let names: Vec<Option<HeaderName>> = list
+                .get_ref()
+                .iter()
+                .enumerate()
+                .map(|(j, v)| c.header_name(v, &format!("{ah}[{j}]")))
+                .collect();
+            names.into_iter().collect::<Option<Vec<_>>>()
+        }
+    };
     let signature_prefix = g
         .signature_prefix
         .as_ref()
         .map(|p| p.get_ref().clone())
         .filter(|p| !p.is_empty());
+    let delimiter = non_empty(
+        c,
+        g.signature_delimiter.as_ref(),
+        &field("signature_delimiter"),
+    );
+    let signature_key = non_empty(c, g.signature_key.as_ref(), &field("signature_key"));
+    let timestamp_key = non_empty(c, g.timestamp_key.as_ref(), &field("timestamp_key"));
+    let secret_prefix = g
+        .secret_prefix
+        .as_ref()
+        .map(|p| p.get_ref().clone())
+        .filter(|p| !p.is_empty());
+
+    let alg = field("algorithm");
+    let algorithm = c.word(
+        g.algorithm.as_ref(),
+        &alg,
+        &[
+            ("sha1", Algorithm::Sha1),
+            ("sha256", Algorithm::Sha256),
+            ("sha512", Algorithm::Sha512),
+            ("token", Algorithm::Token),
+        ],
+        Some(Algorithm::Sha256),
+    );
+    let is_token = algorithm == Some(Algorithm::Token);
     let enc = field("encoding");
-    let encoding = c.required(&g.encoding, table, &enc).and_then(|v| {
-        c.word(
-            Some(v),
-            &enc,
-            &[("hex", Encoding::Hex), ("base64", Encoding::Base64)],
-            None,
-        )
-    });
+    let encodings = [
+        ("hex", Encoding::Hex),
+        ("base64", Encoding::Base64),
+        ("base64url", Encoding::Base64Url),
+    ];
+    let encoding = if is_token {
+        c.word(g.encoding.as_ref(), &enc, &encodings, Some(Encoding::Hex))
+    } else {
+        c.required(&g.encoding, table, &enc)
+            .and_then(|v| c.word(Some(v), &enc, &encodings, None))
+    };
+    let timestamp_format = c.word(
+        g.timestamp_format.as_ref(),
+        &field("timestamp_format"),
+        &[
+            ("seconds", TimestampFormat::Seconds),
+            ("milliseconds", TimestampFormat::Milliseconds),
+            ("rfc3339", TimestampFormat::Rfc3339),
+        ],
+        Some(TimestampFormat::Seconds),
+    );
+    let secret_encoding = c.word(
+        g.secret_encoding.as_ref(),
+        &field("secret_encoding"),
+        &[
+            ("raw", SecretEncoding::Raw),
+            ("base64", SecretEncoding::Base64),
+            ("hex", SecretEncoding::Hex),
+        ],
+        Some(SecretEncoding::Raw),
+    );
     let sp = field("signed_payload");
     let (signed_payload, placeholders) = match &g.signed_payload {
         None if c.poisoned.contains(&sp) => (None, None),
+        Some(v) if is_token => {
+            c.at(
+                v,
+                &sp,
+                "does not apply: with algorithm = \"token\" the header carries the secret and nothing is signed",
+            );
+            (None, None)
+        }
+        None if is_token => (Some(String::new()), None),
         None => (
             Some(DEFAULT_SIGNED_PAYLOAD.to_owned()),
             Some(Placeholders {
                 id: false,
                 timestamp: false,
+                url: false,
             }),
         ),
         Some(v) => match parse_template(v.get_ref()) {
@@ -1578,25 +1816,86 @@ fn build_generic(c: &mut Check<'_>, label: &str, raw: &Spanned<RawGeneric>) -> O
     let event_id = locator(c, g.event_id.as_ref(), &field("event_id"));
     let event_type = locator(c, g.event_type.as_ref(), &field("event_type"));
 
+    // A delimiter made of signature characters would cut every signature
+    // apart: refuse it here rather than fail every request.
+    if let (Some(v), Some(enc)) = (&g.signature_delimiter, encoding) {
+        let in_alphabet = |ch: char| match enc {
+            Encoding::Hex => ch.is_ascii_hexdigit(),
+            Encoding::Base64 => ch.is_ascii_alphanumeric() || matches!(ch, '+' | '/' | '='),
+            Encoding::Base64Url => ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '='),
+        };
+        if v.get_ref().chars().all(in_alphabet) && !v.get_ref().is_empty() {
+            c.at(
+                v,
+                &field("signature_delimiter"),
+                "is made of characters a signature itself uses; pick a separator such as \",\" or \" \"",
+            );
+        }
+    }
+    // Cross-checks between the list keys.
+    if let (Some(v), None) = (&g.signature_key, &g.signature_delimiter) {
+        c.at(
+            v,
+            &field("signature_key"),
+            "needs signature_delimiter: a key=value list has several entries",
+        );
+    }
+    if let Some(v) = &g.timestamp_key {
+        if g.signature_key.is_none() {
+            c.at(
+                v,
+                &field("timestamp_key"),
+                "needs signature_key: the timestamp is an entry of a key=value list",
+            );
+        }
+        if g.timestamp_header.is_some() {
+            c.at(
+                v,
+                &field("timestamp_key"),
+                "and timestamp_header both name the timestamp; keep one",
+            );
+        }
+    }
+    if is_token {
+        for (v, k) in [
+            (&g.timestamp_header, "timestamp_header"),
+            (&g.timestamp_key, "timestamp_key"),
+        ] {
+            if let Some(v) = v {
+                c.at(
+                    v,
+                    &field(k),
+                    "does not apply: a token signs nothing, so no timestamp is signed",
+                );
+            }
+        }
+    }
     // Cross-checks between the template and where values come from.
+    let has_ts_source = g.timestamp_header.is_some() || g.timestamp_key.is_some();
+    let ts_poisoned = c.poisoned.contains(&th) || c.poisoned.contains(&field("timestamp_key"));
     if let Some(p) = &placeholders {
         let payload_span = g.signed_payload.as_ref().map(|v| v.span());
-        if p.timestamp && g.timestamp_header.is_none() && !c.poisoned.contains(&th) {
+        if p.timestamp && !has_ts_source && !ts_poisoned {
             c.push(
                 payload_span.clone(),
                 &sp,
-                "uses {timestamp} but generic.timestamp_header is not set",
+                "uses {timestamp} but neither generic.timestamp_header nor generic.timestamp_key is set",
             );
         }
-        if !p.timestamp
-            && let Some(v) = &g.timestamp_header
-        {
-            c.at(
-                v,
-                &th,
-                "is set but signed_payload has no {timestamp}: an unsigned timestamp \
-                 proves nothing, so it cannot bound replays",
-            );
+        if !p.timestamp {
+            for (v, k) in [
+                (&g.timestamp_header, "timestamp_header"),
+                (&g.timestamp_key, "timestamp_key"),
+            ] {
+                if let Some(v) = v {
+                    c.at(
+                        v,
+                        &field(k),
+                        "is set but signed_payload has no {timestamp}: an unsigned timestamp \
+                         proves nothing, so it cannot bound replays",
+                    );
+                }
+            }
         }
         if p.id {
             match &g.event_id {
@@ -1620,12 +1919,22 @@ fn build_generic(c: &mut Check<'_>, label: &str, raw: &Spanned<RawGeneric>) -> O
 
     Some(Generic {
         signature_header: signature_header?,
+        alternate_signature_headers: alternates?,
         signature_prefix,
+        signature_delimiter: delimiter?,
+        signature_key: signature_key?,
         encoding: encoding?,
+        algorithm: algorithm?,
         signed_payload: signed_payload?,
         timestamp_header: timestamp_header?,
+        timestamp_key: timestamp_key?,
+        timestamp_format: timestamp_format?,
+        secret_encoding: secret_encoding?,
+        secret_prefix,
+        public_url: None,
         event_id: event_id?,
         event_type: event_type?,
+        labels: Labels::CONFIG,
     })
 }
 

@@ -53,6 +53,8 @@ use crate::state::State;
 /// (under Kubernetes' default 30 s termination grace).
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(25);
 
+/// Connections the admin listener holds at once (probes and a scraper need few).
+const ADMIN_MAX_CONNECTIONS: usize = 128;
 /// How often `hookgate_queue_depth` and `hookgate_dlq_depth` are read from Redis.
 pub const DEPTH_REFRESH: Duration = Duration::from_secs(5);
 
@@ -74,6 +76,31 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
         }
     }
     let readiness = Arc::new(Readiness::default());
+    let limits = |listener: &'static str, max_connections, header_read_timeout| {
+        let label = metrics::ListenerLabel { listener };
+        server::Limits {
+            max_connections,
+            header_read_timeout,
+            open: state.metrics.connections_open.get_or_create(&label).clone(),
+            rejected: state
+                .metrics
+                .connections_rejected
+                .get_or_create(&label)
+                .clone(),
+        }
+    };
+    // Listener settings are read once: a reload does not rebind.
+    let server_config = &state.runtime().config.server;
+    let public_limits = limits(
+        "public",
+        server_config.max_connections,
+        server_config.request_read_timeout,
+    );
+    let admin_limits = limits(
+        "admin",
+        ADMIN_MAX_CONNECTIONS,
+        server_config.request_read_timeout,
+    );
     if state.store.as_redis().is_none() {
         tracing::warn!(
             "dead letters need a redis store: with the memory store, events the app \
@@ -101,6 +128,7 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
             },
             shutdown.clone(),
             SHUTDOWN_GRACE,
+            public_limits,
         )
     };
 
@@ -120,6 +148,7 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
             },
             admin_shutdown.clone(),
             Duration::from_secs(1),
+            admin_limits,
         )
     };
     let admin = tokio::spawn(admin);

@@ -227,7 +227,17 @@ fn sign(
             .map(|d| d.as_secs() as i64)
             .unwrap_or(0)
     });
-    for (name, value) in found.scheme.sign(key, &body, id, timestamp) {
+    let lines = match found.scheme.sign(key, &body, id, timestamp) {
+        Ok(lines) => lines,
+        Err(why) => {
+            eprintln!(
+                "hookgate sign: source {source:?} uses scheme \"{}\": {why}",
+                found.scheme.name()
+            );
+            return ExitCode::FAILURE;
+        }
+    };
+    for (name, value) in lines {
         println!("{name}: {value}");
     }
     ExitCode::SUCCESS

@@ -36,6 +36,11 @@ pub struct SourceSecret {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ListenerLabel {
+    pub listener: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SourceResult {
     pub source: String,
     pub result: &'static str,
@@ -74,6 +79,10 @@ pub struct Metrics {
     pub dead_letters: Family<SourceLabel, Counter>,
     pub store_errors: Counter,
     pub config_reloads: Family<ReloadResult, Counter>,
+    /// Connections open now, per listener (beyond DESIGN §7: the cap's headroom).
+    pub connections_open: Family<ListenerLabel, Gauge>,
+    /// Connections answered `503` and closed at `max_connections`.
+    pub connections_rejected: Family<ListenerLabel, Counter>,
     /// Handles of the per-request metrics already looked up, so a request
     /// neither builds a label set (a `String` each) nor hashes one.
     handles: RwLock<Vec<SourceHandles>>,
@@ -185,6 +194,18 @@ impl Metrics {
             "Config reloads by result",
             config_reloads.clone(),
         );
+        let connections_open = Family::<ListenerLabel, Gauge>::default();
+        registry.register(
+            "hookgate_connections_open",
+            "Open connections by listener",
+            connections_open.clone(),
+        );
+        let connections_rejected = Family::<ListenerLabel, Counter>::default();
+        registry.register(
+            "hookgate_connections_rejected",
+            "Connections refused with 503 because the listener was at its connection limit",
+            connections_rejected.clone(),
+        );
         Metrics {
             registry,
             requests,
@@ -198,6 +219,8 @@ impl Metrics {
             dead_letters,
             store_errors,
             config_reloads,
+            connections_open,
+            connections_rejected,
             handles: RwLock::new(Vec::new()),
         }
     }
@@ -379,6 +402,9 @@ mod tests {
         m.completion("stripe", 1.5);
         m.store_errors.inc();
         m.reload(false);
+        m.connections_rejected
+            .get_or_create(&ListenerLabel { listener: "public" })
+            .inc();
         m.delivery("stripe", "retry");
         m.dead_letter("stripe");
         m.set_queue_depth("stripe", 3);
@@ -392,6 +418,7 @@ mod tests {
             "hookgate_store_errors_total 1",
             r#"hookgate_config_reloads_total{result="failure"} 1"#,
             "hookgate_dlq_depth 0",
+            r#"hookgate_connections_rejected_total{listener="public"} 1"#,
             r#"hookgate_delivery_attempts_total{source="stripe",result="retry"} 1"#,
             r#"hookgate_dead_letters_total{source="stripe"} 1"#,
             r#"hookgate_queue_depth{source="stripe"} 3"#,

@@ -29,6 +29,8 @@ pub enum Outcome {
     BodyTooLarge,
     /// The request body could not be read (the sender hung up or sent garbage framing).
     BadRequest,
+    /// The body did not arrive within `request_read_timeout`.
+    RequestTimeout,
     MissingSignature,
     MalformedSignature,
     InvalidSignature,
@@ -36,6 +38,8 @@ pub enum Outcome {
     MalformedBody,
     /// Event type filtered out by `event_types`.
     Ignored,
+    /// A provider's endpoint check, answered by hookgate (not forwarded).
+    Handshake,
     Duplicate {
         event_id: String,
     },
@@ -44,6 +48,12 @@ pub enum Outcome {
     StoreUnavailable,
     /// The app answered; its response goes back as it is.
     Forwarded,
+    /// The store failed and the source has `on_store_error = "forward_unchecked"`:
+    /// forwarded without the duplicate check; the app's response goes back.
+    ForwardedUnchecked,
+    /// The public listener is at `max_connections`: the connection is answered
+    /// and closed before any request is read.
+    Overloaded,
     UpstreamUnavailable,
     UpstreamTimeout,
     Queued {
@@ -60,17 +70,21 @@ impl Outcome {
             Outcome::MethodNotAllowed => "method_not_allowed",
             Outcome::BodyTooLarge => "body_too_large",
             Outcome::BadRequest => "bad_request",
+            Outcome::RequestTimeout => "request_timeout",
             Outcome::MissingSignature => "missing_signature",
             Outcome::MalformedSignature => "malformed_signature",
             Outcome::InvalidSignature => "invalid_signature",
             Outcome::TimestampOutsideWindow => "timestamp_outside_window",
             Outcome::MalformedBody => "malformed_body",
             Outcome::Ignored => "ignored",
+            Outcome::Handshake => "handshake",
             Outcome::Duplicate { .. } => "duplicate",
             Outcome::InFlight => "in_flight",
             Outcome::StaleVersion => "stale_version",
             Outcome::StoreUnavailable => "store_unavailable",
             Outcome::Forwarded => "forwarded",
+            Outcome::ForwardedUnchecked => "forwarded_unchecked",
+            Outcome::Overloaded => "overloaded",
             Outcome::UpstreamUnavailable => "upstream_unavailable",
             Outcome::UpstreamTimeout => "upstream_timeout",
             Outcome::Queued { .. } => "queued",
@@ -82,6 +96,7 @@ impl Outcome {
             Outcome::UnknownSource => StatusCode::NOT_FOUND,
             Outcome::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Outcome::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Outcome::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             Outcome::BadRequest
             | Outcome::MissingSignature
             | Outcome::MalformedSignature
@@ -89,13 +104,15 @@ impl Outcome {
             | Outcome::TimestampOutsideWindow
             | Outcome::MalformedBody => StatusCode::BAD_REQUEST,
             Outcome::Ignored
+            | Outcome::Handshake
             | Outcome::Duplicate { .. }
             | Outcome::StaleVersion
             | Outcome::Queued { .. }
             | Outcome::Forwarded
+            | Outcome::ForwardedUnchecked
             | Outcome::Unmatched => StatusCode::OK,
             Outcome::InFlight => StatusCode::TOO_MANY_REQUESTS,
-            Outcome::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Outcome::StoreUnavailable | Outcome::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
             Outcome::UpstreamUnavailable => StatusCode::BAD_GATEWAY,
             Outcome::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
         }
@@ -103,7 +120,9 @@ impl Outcome {
 
     pub fn retry_after(&self) -> Option<u32> {
         match self {
-            Outcome::InFlight | Outcome::StoreUnavailable => Some(RETRY_AFTER_SECS),
+            Outcome::InFlight | Outcome::StoreUnavailable | Outcome::Overloaded => {
+                Some(RETRY_AFTER_SECS)
+            }
             _ => None,
         }
     }
@@ -112,6 +131,7 @@ impl Outcome {
     fn body(&self) -> String {
         match self {
             Outcome::Ignored => r#"{"ignored":true}"#.to_owned(),
+            Outcome::Handshake => r#"{"handshake":true}"#.to_owned(),
             Outcome::StaleVersion => r#"{"ignored":"stale_version"}"#.to_owned(),
             Outcome::Duplicate { event_id } => {
                 format!(
@@ -140,6 +160,25 @@ impl Outcome {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         response
+    }
+
+    /// The same response as raw HTTP/1.1 bytes with `Connection: close`, for
+    /// the accept loop, which answers before any HTTP connection exists.
+    pub fn http1_close(&self) -> Vec<u8> {
+        let status = self.status();
+        let body = self.body();
+        let mut out = format!(
+            "HTTP/1.1 {} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+            status.as_u16(),
+            status.canonical_reason().unwrap_or(""),
+            body.len()
+        );
+        if let Some(secs) = self.retry_after() {
+            out.push_str(&format!("retry-after: {secs}\r\n"));
+        }
+        out.push_str("\r\n");
+        out.push_str(&body);
+        out.into_bytes()
     }
 }
 
@@ -192,6 +231,12 @@ mod tests {
                 r#"{"error":"method_not_allowed"}"#,
             ),
             (Outcome::BodyTooLarge, 413, r#"{"error":"body_too_large"}"#),
+            (
+                Outcome::RequestTimeout,
+                408,
+                r#"{"error":"request_timeout"}"#,
+            ),
+            (Outcome::Overloaded, 503, r#"{"error":"overloaded"}"#),
             (
                 Outcome::MissingSignature,
                 400,
@@ -255,6 +300,19 @@ mod tests {
             );
             assert_eq!(body_of(outcome).await, *body, "{outcome:?}");
         }
+    }
+
+    #[test]
+    fn raw_close_response_is_complete_http1() {
+        let raw = String::from_utf8(Outcome::Overloaded.http1_close()).unwrap_or_default();
+        assert!(
+            raw.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
+            "{raw}"
+        );
+        assert!(raw.contains("\r\nconnection: close\r\n"), "{raw}");
+        assert!(raw.contains("\r\nretry-after: 5\r\n"), "{raw}");
+        assert!(raw.contains("\r\ncontent-length: 22\r\n"), "{raw}");
+        assert!(raw.ends_with("\r\n\r\n{\"error\":\"overloaded\"}"), "{raw}");
     }
 
     #[test]

@@ -21,7 +21,7 @@ use http::{Method, Request, Response};
 use http_body_util::{BodyExt, Limited};
 use sha2::{Digest, Sha256};
 
-use crate::config::{Delivery, Source, Unmatched};
+use crate::config::{Delivery, OnStoreError, Source, Unmatched};
 use crate::dlq;
 use crate::forward::{self, Stamp};
 use crate::ordering::{Check, Gate};
@@ -41,6 +41,13 @@ const LEASE_MARGIN: Duration = Duration::from_secs(5);
 /// Event ids longer than this (or holding control characters) are stored and
 /// stamped as their SHA-256, so a hostile id can't make huge or odd keys.
 const MAX_EVENT_ID_LEN: usize = 256;
+
+/// A commit that fails (Redis died just after the app's 2xx) is tried again
+/// in the background for this long, every [`COMMIT_RETRY_EVERY`], so that a
+/// Redis back within a minute still records the event and keeps its
+/// retries out. Only requests in flight when Redis failed start one.
+const COMMIT_RETRY_FOR: Duration = Duration::from_secs(60);
+const COMMIT_RETRY_EVERY: Duration = Duration::from_millis(500);
 
 /// Handles one request from a sender. `peer` is the client's address, added
 /// to `X-Forwarded-For`.
@@ -65,9 +72,27 @@ where
     let source = &runtime.config.sources[index];
 
     if parts.method != Method::POST {
+        // A provider's endpoint check (Dropbox/Nylas GET challenge, Okta,
+        // X CRC, Trello HEAD) is answered here; anything else is refused.
+        let reply =
+            source
+                .scheme
+                .handshake_before(&source.keys, &parts.method, &parts.uri, &parts.headers);
+        if let Some(reply) = reply {
+            let response = reply.into_response();
+            return finish(state, source, None, Outcome::Handshake, Some(response));
+        }
         return finish(state, source, None, Outcome::MethodNotAllowed, None);
     }
-    let body = match read_body(body, &parts.headers, runtime.config.server.max_body_bytes).await {
+    let server = &runtime.config.server;
+    let body = match read_body(
+        body,
+        &parts.headers,
+        server.max_body_bytes,
+        server.request_read_timeout,
+    )
+    .await
+    {
         Ok(body) => body,
         Err(outcome) => return finish(state, source, None, outcome, None),
     };
@@ -88,6 +113,23 @@ where
     state
         .metrics
         .signature_match(&source.name, verified.secret_index);
+
+    // A verified endpoint check (Slack url_verification, Zoom url_validation,
+    // Twitch callback verification, Discord PING) is answered by hookgate.
+    if let Some(reply) =
+        source
+            .scheme
+            .handshake_after(&source.keys, &verified, &parts.headers, &body)
+    {
+        let response = reply.into_response();
+        return finish(
+            state,
+            source,
+            Some(&verified),
+            Outcome::Handshake,
+            Some(response),
+        );
+    }
 
     if !source.accepts_type(verified.event_type.as_deref()) {
         return finish(state, source, Some(&verified), Outcome::Ignored, None);
@@ -113,7 +155,7 @@ where
 
 /// Nonce → version gate → forward or enqueue → commit or release.
 async fn deliver(
-    state: &State,
+    state: &Arc<State>,
     runtime: &Runtime,
     index: usize,
     parts: http::request::Parts,
@@ -149,6 +191,17 @@ async fn deliver(
         Err(e) => {
             state.metrics.store_errors.inc();
             tracing::warn!(source = %source.name, event_id = %event_id, error = %e, "nonce claim failed");
+            if source.on_store_error == OnStoreError::ForwardUnchecked {
+                let stamp = Stamp {
+                    event_id: &event_id,
+                    source: &source.name,
+                    event_type: verified.event_type.as_deref(),
+                };
+                return forward_unchecked(
+                    state, runtime, source, &parts, body, &verified, stamp, peer,
+                )
+                .await;
+            }
             return finish(
                 state,
                 source,
@@ -218,15 +271,14 @@ async fn deliver(
                 tracing::warn!(source = %source.name, event_id = %event_id, error = %e, "version advance failed");
             }
             unlock(state, source, lock, &event_id).await;
-            if let Err(e) = state
-                .store
-                .commit(&key, &token, runtime.config.store.nonce_ttl)
-                .await
-            {
-                // The app took the event: its 2xx stands. The lease expiring
-                // is the worst case, and then a retry is forwarded again.
+            let ttl = runtime.config.store.nonce_ttl;
+            if let Err(e) = state.store.commit(&key, &token, ttl).await {
+                // The app took the event: its 2xx stands. The commit is tried
+                // again in the background; if Redis stays away longer than
+                // that, a retry after the lease expires is forwarded again.
                 state.metrics.store_errors.inc();
-                tracing::warn!(source = %source.name, event_id = %event_id, error = %e, "nonce commit failed");
+                tracing::warn!(source = %source.name, event_id = %event_id, error = %e, "nonce commit failed; retrying in the background");
+                retry_commit(state, key.clone(), token.clone(), ttl, source.name.clone());
             }
             if let Some(ts) = verified.timestamp {
                 state
@@ -453,6 +505,87 @@ async fn unlock(state: &State, source: &Source, lock: Option<(String, String)>, 
     }
 }
 
+/// Retries a failed commit until it lands or [`COMMIT_RETRY_FOR`] passes.
+/// Safe at any time: the commit only sets `done` on a key that still holds
+/// this token or that is absent (the lease ran out and nobody took it since).
+fn retry_commit(state: &Arc<State>, key: String, token: String, ttl: Duration, source: String) {
+    let state = Arc::clone(state);
+    tokio::spawn(async move {
+        let deadline = tokio::time::Instant::now() + COMMIT_RETRY_FOR;
+        while tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(COMMIT_RETRY_EVERY).await;
+            match state.store.commit(&key, &token, ttl).await {
+                Ok(()) => {
+                    tracing::info!(source = %source, "nonce committed on retry");
+                    return;
+                }
+                Err(_) => {
+                    state.metrics.store_errors.inc();
+                }
+            }
+        }
+        tracing::warn!(source = %source, "nonce commit given up: a retry may be forwarded again");
+    });
+}
+
+/// The store failed and the source prefers availability: forward the verified
+/// event without the duplicate check (and without touching the store again).
+#[allow(clippy::too_many_arguments)]
+async fn forward_unchecked(
+    state: &State,
+    runtime: &Runtime,
+    source: &Source,
+    parts: &http::request::Parts,
+    body: Bytes,
+    verified: &Verified,
+    stamp: Stamp<'_>,
+    peer: Option<IpAddr>,
+) -> Response<Body> {
+    let server = &runtime.config.server;
+    tracing::warn!(source = %source.name, event_id = %stamp.event_id, "store unavailable: forwarding without the duplicate check (on_store_error = forward_unchecked)");
+    let started = std::time::Instant::now();
+    let sent = state
+        .forwarder
+        .send(
+            &server.upstream,
+            server.upstream_timeout,
+            parts,
+            body,
+            peer,
+            Some(stamp),
+        )
+        .await;
+    let elapsed = started.elapsed().as_secs_f64();
+    match sent {
+        Ok(response) => {
+            let status = response.status();
+            let class = if status.is_success() {
+                "2xx"
+            } else if status.is_client_error() {
+                "4xx"
+            } else {
+                "5xx"
+            };
+            state
+                .metrics
+                .upstream_response(&source.name, class, elapsed);
+            let outcome = Outcome::ForwardedUnchecked;
+            finish(state, source, Some(verified), outcome, Some(response))
+        }
+        Err(e) => {
+            state
+                .metrics
+                .upstream_response(&source.name, "error", elapsed);
+            tracing::warn!(source = %source.name, event_id = %stamp.event_id, error = %e, "forward failed");
+            let outcome = match e {
+                forward::Error::Timeout(_) => Outcome::UpstreamTimeout,
+                forward::Error::Unavailable(_) => Outcome::UpstreamUnavailable,
+            };
+            finish(state, source, Some(verified), outcome, None)
+        }
+    }
+}
+
 /// Lets the sender's retry through. A failed release only delays that retry
 /// until the lease expires.
 async fn release(state: &State, source: &Source, key: &str, token: &str, event_id: &str) {
@@ -477,7 +610,14 @@ where
     let server = &runtime.config.server;
     let outcome = match server.unmatched {
         Unmatched::Reject => Outcome::UnknownSource,
-        Unmatched::Forward => match read_body(body, &parts.headers, server.max_body_bytes).await {
+        Unmatched::Forward => match read_body(
+            body,
+            &parts.headers,
+            server.max_body_bytes,
+            server.request_read_timeout,
+        )
+        .await
+        {
             Err(outcome) => outcome,
             Ok(body) => {
                 let sent = state
@@ -527,11 +667,13 @@ fn finish(
 ) -> Response<Body> {
     let response = app_response.unwrap_or_else(|| outcome.response());
     state.metrics.request(&source.name, outcome.code());
+    // The id as stored and stamped: a hostile id can't make a huge log line.
+    let event_id = verified.map(|v| key_safe_id(&v.event_id));
     // Plain `&str` fields are escaped straight into the line; `%` would
     // format them into a String first.
     tracing::info!(
         source = source.name.as_str(),
-        event_id = verified.map(|v| v.event_id.as_str()),
+        event_id = event_id.as_deref(),
         event_type = verified.and_then(|v| v.event_type.as_deref()),
         outcome = outcome.code(),
         status = response.status().as_u16(),
@@ -540,9 +682,15 @@ fn finish(
     response
 }
 
-/// Reads the whole body, refusing more than `max` bytes without buffering the
-/// excess (a declared `Content-Length` over the limit is refused before reading).
-async fn read_body<B>(body: B, headers: &http::HeaderMap, max: usize) -> Result<Bytes, Outcome>
+/// Reads the whole body within `timeout`, refusing more than `max` bytes
+/// without buffering the excess (a declared `Content-Length` over the limit is
+/// refused before reading).
+async fn read_body<B>(
+    body: B,
+    headers: &http::HeaderMap,
+    max: usize,
+    timeout: Duration,
+) -> Result<Bytes, Outcome>
 where
     B: hyper::body::Body<Data = Bytes>,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -554,7 +702,11 @@ where
     if declared.is_some_and(|len| len > max as u64) {
         return Err(Outcome::BodyTooLarge);
     }
-    match Limited::new(body, max).collect().await {
+    let Ok(read) = tokio::time::timeout(timeout, Limited::new(body, max).collect()).await else {
+        tracing::debug!(timeout = ?timeout, "the request body did not arrive in time");
+        return Err(Outcome::RequestTimeout);
+    };
+    match read {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(Outcome::BodyTooLarge),
         Err(e) => {

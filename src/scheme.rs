@@ -8,17 +8,32 @@
 
 use std::time::Duration;
 
-use http::{HeaderMap, HeaderName};
+use bytes::Bytes;
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, Uri};
+use http_body_util::Full;
 
 use crate::config::secret::Secret;
 
+mod adyen;
+pub mod catalog;
+mod discord;
 mod generic;
 mod github;
+mod handshake;
 pub(crate) mod hmac;
+mod mailgun;
+mod messagebird;
+mod metronome;
+mod plivo;
+mod sendgrid;
 mod shopify;
+mod sinch_voice;
 mod slack;
 mod standard;
 mod stripe;
+mod twilio;
+
+pub use catalog::{Handshake, Preset};
 
 /// What a successful verification proves about a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,23 +69,168 @@ pub enum Locator {
     Pointer(String),
 }
 
+/// How a signature is written in its header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Encoding {
     Hex,
     Base64,
+    /// URL-safe alphabet; padding optional.
+    Base64Url,
 }
 
-/// A `[source.generic]` table, validated.
+/// What the signature is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Algorithm {
+    Sha1,
+    Sha256,
+    Sha512,
+    /// No MAC: the header carries the shared secret itself (GitLab, Okta).
+    /// Compared in constant time; it proves the sender knows the secret,
+    /// not that the body is unchanged.
+    Token,
+}
+
+impl Algorithm {
+    /// Bytes in a tag (`None` for a token, whose length is the secret's).
+    pub fn tag_len(self) -> Option<usize> {
+        match self {
+            Algorithm::Sha1 => Some(20),
+            Algorithm::Sha256 => Some(32),
+            Algorithm::Sha512 => Some(64),
+            Algorithm::Token => None,
+        }
+    }
+}
+
+/// How a configured secret turns into key bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecretEncoding {
+    /// The secret's bytes as written.
+    Raw,
+    Base64,
+    Hex,
+}
+
+/// How a signed timestamp is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimestampFormat {
+    Seconds,
+    Milliseconds,
+    /// `2022-01-31T23:59:59Z`, fraction and offset allowed; no zone = UTC.
+    Rfc3339,
+}
+
+/// A `[source.generic]` table (or a catalog preset), validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Generic {
     pub signature_header: HeaderName,
+    /// Further headers that may carry signatures (Box's secondary key,
+    /// Shopify without `X-`); every value found is a candidate.
+    pub alternate_signature_headers: Vec<HeaderName>,
+    /// Stripped before decoding; with a delimiter, entries without it are skipped.
     pub signature_prefix: Option<String>,
+    /// Splits the header into several entries (`" "`, `","`, `";"`).
+    pub signature_delimiter: Option<String>,
+    /// Entries are `key=value`; signatures are the values under this key.
+    pub signature_key: Option<String>,
     pub encoding: Encoding,
+    pub algorithm: Algorithm,
     /// The signed-bytes template, e.g. `{id}.{timestamp}.{body}`.
     pub signed_payload: String,
     pub timestamp_header: Option<HeaderName>,
+    /// The signed timestamp is the entry with this key in the signature header.
+    pub timestamp_key: Option<String>,
+    pub timestamp_format: TimestampFormat,
+    pub secret_encoding: SecretEncoding,
+    /// Stripped from a secret that starts with it (`whsec_`).
+    pub secret_prefix: Option<String>,
+    /// The URL the sender posts to, as it sees it (`{url}` in the template).
+    pub public_url: Option<String>,
     pub event_id: Option<Locator>,
     pub event_type: Option<Locator>,
+    /// Names used in errors: the header itself for presets, the config key
+    /// for `[source.generic]`.
+    pub labels: Labels,
+}
+
+/// Static names for errors about a generic sender's headers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Labels {
+    pub signature: &'static str,
+    pub timestamp: &'static str,
+    pub id: &'static str,
+}
+
+impl Labels {
+    /// The config keys of `[source.generic]`.
+    pub const CONFIG: Labels = Labels {
+        signature: "signature_header",
+        timestamp: "timestamp_header",
+        id: "event_id",
+    };
+}
+
+impl Generic {
+    /// A sender signing `{body}` with HMAC-SHA256 in `signature_header`;
+    /// every other field at its default.
+    pub fn new(signature_header: HeaderName, encoding: Encoding) -> Generic {
+        Generic {
+            signature_header,
+            alternate_signature_headers: Vec::new(),
+            signature_prefix: None,
+            signature_delimiter: None,
+            signature_key: None,
+            encoding,
+            algorithm: Algorithm::Sha256,
+            signed_payload: "{body}".to_owned(),
+            timestamp_header: None,
+            timestamp_key: None,
+            timestamp_format: TimestampFormat::Seconds,
+            secret_encoding: SecretEncoding::Raw,
+            secret_prefix: None,
+            public_url: None,
+            event_id: None,
+            event_type: None,
+            labels: Labels::CONFIG,
+        }
+    }
+
+    /// Whether a timestamp is signed (and so `tolerance` applies).
+    pub fn signs_timestamp(&self) -> bool {
+        self.timestamp_header.is_some() || self.timestamp_key.is_some()
+    }
+}
+
+/// An answer hookgate gives itself to a sender's endpoint check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    pub content_type: &'static str,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub(crate) fn json(value: &serde_json::Value) -> Reply {
+        Reply {
+            content_type: "application/json",
+            body: value.to_string().into_bytes(),
+        }
+    }
+
+    /// 200 with the body; `nosniff` because some challenges echo text the
+    /// caller chose.
+    pub fn into_response(self) -> Response<Full<Bytes>> {
+        let mut response = Response::new(Full::new(Bytes::from(self.body)));
+        let headers = response.headers_mut();
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static(self.content_type),
+        );
+        headers.insert(
+            http::header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        );
+        response
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,7 +241,51 @@ pub enum Scheme {
     Slack,
     Standard,
     Generic(Box<Generic>),
+    /// A provider from the catalog: a generic description under its own name.
+    Preset {
+        preset: &'static Preset,
+        generic: Box<Generic>,
+    },
+    /// HMAC-SHA1 over the public URL and the sorted form parameters.
+    Twilio {
+        public_url: String,
+    },
+    /// ECDSA P-256 over the timestamp and body; the key is SendGrid's public key.
+    SendGrid,
+    /// Ed25519 over the timestamp and body; the key is the application's public key.
+    Discord,
+    /// HMAC-SHA256 over the `Date` header, a newline and the body.
+    Metronome,
+    /// HMAC-SHA256 over a timestamp and token carried in the JSON body.
+    Mailgun,
+    /// HMAC-SHA256 over fields of each notification item, in the JSON body.
+    Adyen,
+    /// HMAC-SHA256 over the public URL, the sorted form parameters and a nonce.
+    Plivo {
+        public_url: String,
+    },
+    /// An HMAC-signed JWT binding the public URL and the body's digest.
+    MessageBird {
+        public_url: String,
+    },
+    /// HMAC-SHA256 over the body's MD5, content type, timestamp and URL path.
+    SinchVoice {
+        public_url: String,
+    },
 }
+
+/// The scheme words that are code, not catalog presets, besides the core five.
+const CODED: [&str; 9] = [
+    "twilio",
+    "sendgrid",
+    "discord",
+    "metronome",
+    "mailgun",
+    "messagebird",
+    "adyen",
+    "plivo",
+    "sinch-voice",
+];
 
 impl Scheme {
     /// The `scheme = "…"` word.
@@ -93,6 +297,65 @@ impl Scheme {
             Scheme::Slack => "slack",
             Scheme::Standard => "standard",
             Scheme::Generic(_) => "generic",
+            Scheme::Preset { preset, .. } => preset.name,
+            Scheme::Twilio { .. } => "twilio",
+            Scheme::SendGrid => "sendgrid",
+            Scheme::Discord => "discord",
+            Scheme::Metronome => "metronome",
+            Scheme::Mailgun => "mailgun",
+            Scheme::MessageBird { .. } => "messagebird",
+            Scheme::Adyen => "adyen",
+            Scheme::Plivo { .. } => "plivo",
+            Scheme::SinchVoice { .. } => "sinch-voice",
+        }
+    }
+
+    /// The scheme called `name` (any word but `generic`), with the source's
+    /// `public_url` for schemes that sign it. `None` for an unknown word.
+    pub fn by_name(name: &str, public_url: Option<&str>) -> Option<Scheme> {
+        let url = || public_url.unwrap_or_default().to_owned();
+        Some(match name {
+            "stripe" => Scheme::Stripe,
+            "github" => Scheme::Github,
+            "shopify" => Scheme::Shopify,
+            "slack" => Scheme::Slack,
+            "standard" => Scheme::Standard,
+            "twilio" => Scheme::Twilio { public_url: url() },
+            "sendgrid" => Scheme::SendGrid,
+            "discord" => Scheme::Discord,
+            "metronome" => Scheme::Metronome,
+            "mailgun" => Scheme::Mailgun,
+            "messagebird" => Scheme::MessageBird { public_url: url() },
+            "adyen" => Scheme::Adyen,
+            "plivo" => Scheme::Plivo { public_url: url() },
+            "sinch-voice" => Scheme::SinchVoice { public_url: url() },
+            _ => {
+                let preset = catalog::find(name)?;
+                Scheme::Preset {
+                    preset,
+                    generic: Box::new(preset.generic(public_url)),
+                }
+            }
+        })
+    }
+
+    /// Every word `by_name` knows: the core five, the coded providers, then
+    /// the catalog presets.
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        ["stripe", "github", "shopify", "slack", "standard"]
+            .into_iter()
+            .chain(CODED)
+            .chain(catalog::PRESETS.iter().map(|p| p.name))
+    }
+
+    /// Whether the scheme signs the URL the sender posts to, so the source
+    /// needs `public_url` (a proxy sees another scheme, host or path).
+    pub fn needs_public_url(&self) -> bool {
+        match self {
+            Scheme::Twilio { .. } | Scheme::MessageBird { .. } | Scheme::Plivo { .. } => true,
+            Scheme::SinchVoice { .. } => true,
+            Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => g.uses_url(),
+            _ => false,
         }
     }
 
@@ -100,17 +363,36 @@ impl Scheme {
     pub fn signs_timestamp(&self) -> bool {
         match self {
             Scheme::Stripe | Scheme::Slack | Scheme::Standard => true,
-            Scheme::Github | Scheme::Shopify => false,
-            Scheme::Generic(g) => g.timestamp_header.is_some(),
+            Scheme::SendGrid | Scheme::Discord => true,
+            Scheme::Metronome | Scheme::Mailgun | Scheme::MessageBird { .. } => true,
+            Scheme::SinchVoice { .. } => true,
+            Scheme::Github | Scheme::Shopify | Scheme::Twilio { .. } => false,
+            Scheme::Adyen | Scheme::Plivo { .. } => false,
+            Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => g.signs_timestamp(),
         }
     }
 
-    /// Turns a configured secret into the HMAC key this scheme uses
-    /// (e.g. `standard` strips `whsec_` and decodes base64). The error names
-    /// what is wrong with the value's shape, never the value.
+    /// The replay window the provider documents, when it documents one;
+    /// `None` leaves hookgate's default.
+    pub fn default_tolerance(&self) -> Option<Duration> {
+        match self {
+            Scheme::Preset { preset, .. } => preset.tolerance_secs.map(Duration::from_secs),
+            _ => None,
+        }
+    }
+
+    /// Turns a configured secret into the key this scheme uses (e.g.
+    /// `standard` strips `whsec_` and decodes base64; public-key schemes
+    /// parse the key). The error names what is wrong with the value's
+    /// shape, never the value.
     pub fn prepare_key(&self, secret: &Secret) -> Result<Secret, String> {
         match self {
             Scheme::Standard => standard::prepare_key(secret),
+            Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => g.prepare_key(secret),
+            Scheme::SendGrid => sendgrid::prepare_key(secret),
+            Scheme::Discord => discord::prepare_key(secret),
+            Scheme::Adyen => adyen::prepare_key(secret),
+            Scheme::SinchVoice { .. } => sinch_voice::prepare_key(secret),
             _ if secret.expose().is_empty() => Err("secret is empty".to_owned()),
             _ => Ok(secret.clone()),
         }
@@ -133,28 +415,100 @@ impl Scheme {
             Scheme::Shopify => shopify::verify(keys, headers, body),
             Scheme::Slack => slack::verify(keys, tolerance, headers, body, now),
             Scheme::Standard => standard::verify(keys, tolerance, headers, body, now),
-            Scheme::Generic(g) => generic::verify(g, keys, tolerance, headers, body, now),
+            Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => {
+                generic::verify(g, keys, tolerance, headers, body, now)
+            }
+            Scheme::Twilio { public_url } => twilio::verify(public_url, keys, headers, body),
+            Scheme::SendGrid => sendgrid::verify(keys, tolerance, headers, body, now),
+            Scheme::Discord => discord::verify(keys, tolerance, headers, body, now),
+            Scheme::Metronome => metronome::verify(keys, tolerance, headers, body, now),
+            Scheme::Mailgun => mailgun::verify(keys, tolerance, body, now),
+            Scheme::MessageBird { public_url } => {
+                messagebird::verify(public_url, keys, tolerance, headers, body, now)
+            }
+            Scheme::Adyen => adyen::verify(keys, body),
+            Scheme::Plivo { public_url } => plivo::verify(public_url, keys, headers, body),
+            Scheme::SinchVoice { public_url } => {
+                sinch_voice::verify(public_url, keys, tolerance, headers, body, now)
+            }
         }
     }
 
     /// The headers (name, value) that make `body` a valid request signed with
     /// `key` at `timestamp`; `id` sets the event id where the scheme carries it
-    /// in a header (a fresh random id is used when `None`).
+    /// in a header (a fresh random id is used when `None`). Refused for
+    /// public-key schemes (hookgate holds no private key) and for token
+    /// schemes (the header would be the secret itself).
     pub fn sign(
         &self,
         key: &Secret,
         body: &[u8],
         id: Option<&str>,
         timestamp: i64,
-    ) -> Vec<(String, String)> {
+    ) -> Result<Vec<(String, String)>, &'static str> {
         match self {
-            Scheme::Stripe => stripe::sign(key, body, timestamp),
-            Scheme::Github => github::sign(key, body, id),
-            Scheme::Shopify => shopify::sign(key, body, id),
-            Scheme::Slack => slack::sign(key, body, timestamp),
-            Scheme::Standard => standard::sign(key, body, id, timestamp),
-            Scheme::Generic(g) => generic::sign(g, key, body, id, timestamp),
+            Scheme::Stripe => Ok(stripe::sign(key, body, timestamp)),
+            Scheme::Github => Ok(github::sign(key, body, id)),
+            Scheme::Shopify => Ok(shopify::sign(key, body, id)),
+            Scheme::Slack => Ok(slack::sign(key, body, timestamp)),
+            Scheme::Standard => Ok(standard::sign(key, body, id, timestamp)),
+            Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => {
+                generic::sign(g, key, body, id, timestamp)
+            }
+            Scheme::Twilio { public_url } => Ok(twilio::sign(public_url, key, body, id)),
+            Scheme::SendGrid | Scheme::Discord => {
+                Err("the sender signs with its private key; hookgate only holds the public key")
+            }
+            Scheme::Metronome => Ok(metronome::sign(key, body, timestamp)),
+            Scheme::Mailgun | Scheme::Adyen => {
+                Err("the signature travels in the body, not in headers")
+            }
+            Scheme::MessageBird { public_url } => {
+                Ok(messagebird::sign(public_url, key, body, id, timestamp))
+            }
+            Scheme::Plivo { public_url } => Ok(plivo::sign(public_url, key, body)),
+            Scheme::SinchVoice { public_url } => {
+                Ok(sinch_voice::sign(public_url, key, body, timestamp))
+            }
         }
+    }
+
+    /// An endpoint check the sender makes with a request other than a signed
+    /// POST (a GET or HEAD: Dropbox, Nylas, Okta, X, Trello), answered by
+    /// hookgate before the method check. `None`: not a handshake, carry on.
+    pub fn handshake_before(
+        &self,
+        keys: &[Secret],
+        method: &Method,
+        uri: &Uri,
+        headers: &HeaderMap,
+    ) -> Option<Reply> {
+        match self {
+            Scheme::Preset { preset, .. } => {
+                handshake::before(preset.handshake?, keys, method, uri, headers)
+            }
+            _ => None,
+        }
+    }
+
+    /// An endpoint check that arrives as a verified POST (Slack
+    /// `url_verification`, Zoom `endpoint.url_validation`, Twitch
+    /// `webhook_callback_verification`, Discord PING), answered by hookgate
+    /// instead of being forwarded. `None`: an ordinary event.
+    pub fn handshake_after(
+        &self,
+        keys: &[Secret],
+        verified: &Verified,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> Option<Reply> {
+        let kind = match self {
+            Scheme::Slack => Handshake::SlackUrlVerification,
+            Scheme::Discord => Handshake::DiscordPing,
+            Scheme::Preset { preset, .. } => preset.handshake?,
+            _ => return None,
+        };
+        handshake::after(kind, keys, verified, headers, body)
     }
 }
 
@@ -200,7 +554,10 @@ pub(crate) mod test_support {
         timestamp: i64,
     ) -> HeaderMap {
         let mut map = HeaderMap::new();
-        for (name, value) in scheme.sign(key, body, id, timestamp) {
+        let lines = scheme
+            .sign(key, body, id, timestamp)
+            .expect("the scheme can sign");
+        for (name, value) in lines {
             set(&mut map, &name, value.as_bytes());
         }
         map

@@ -2,10 +2,26 @@
 //!
 //! The loop stops accepting when `shutdown` fires, then lets every open
 //! connection finish its in-flight requests (up to `grace`) before returning.
+//!
+//! # Limits
+//!
+//! A flood must degrade into refusals, not into memory: each listener holds at
+//! most [`Limits::max_connections`] connections. One more is answered
+//! `503 {"error":"overloaded"}` with `Retry-After` straight from the accept
+//! loop (over TLS it is closed instead: answering would need a handshake) and
+//! closed, before anything is read or parsed. A client must send its first
+//! bytes, and then its request headers, within [`Limits::header_read_timeout`]
+//! (an idle keep-alive connection is closed after the same time); the body's
+//! own bound is in the pipeline. Request headers are capped at
+//! [`MAX_HEADER_BYTES`] (larger: `431`).
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use hyper::body::Incoming;
@@ -14,18 +30,83 @@ use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
-use tokio::net::TcpListener;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use crate::outcome::Body;
+use crate::outcome::{Body, Outcome};
 use crate::tls::SharedAcceptor;
 
-/// A sender has this long to send its request headers (slow clients cost a
-/// timer, not a worker).
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// A TLS handshake must finish within this, for the same reason.
+/// A TLS handshake must finish within this (a slow client costs a timer, not a worker).
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Largest request head (request line and headers) read over HTTP/1; hyper
+/// answers `431` beyond it. hyper's default is about 400 KiB, which times
+/// `max_connections` is more memory than a sidecar has; 64 KiB is twice
+/// what common proxies allow. (HTTP/2 advertises hyper's 16 KiB header list.)
+pub const MAX_HEADER_BYTES: usize = 64 * 1024;
+
+/// Refused connections being answered at once; beyond this they are closed
+/// without an answer, so refusing stays cheap under any flood.
+const REJECTING_AT_ONCE: usize = 64;
+
+/// How long a refused connection gets to take its `503` before it is closed.
+const REJECT_LINGER: Duration = Duration::from_secs(1);
+
+/// HTTP/2 pings an idle connection this often, and drops it when a ping goes
+/// unanswered for [`H2_PING_TIMEOUT`], so dead peers give their slot back.
+const H2_PING_INTERVAL: Duration = Duration::from_secs(30);
+const H2_PING_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// What one listener allows its clients.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Open connections beyond which a new one is refused.
+    pub max_connections: usize,
+    /// Time for a client's first bytes, and for each request's headers.
+    pub header_read_timeout: Duration,
+    /// Open connections now (a gauge the metrics expose).
+    pub open: Gauge,
+    /// Connections refused at the limit.
+    pub rejected: Counter,
+}
+
+impl Limits {
+    /// Limits with gauges of their own, not exposed anywhere (tests, the admin port).
+    pub fn unexposed(max_connections: usize, header_read_timeout: Duration) -> Limits {
+        Limits {
+            max_connections,
+            header_read_timeout,
+            open: Gauge::default(),
+            rejected: Counter::default(),
+        }
+    }
+}
+
+/// Held by a connection's task for as long as the connection is open.
+struct Slot {
+    _permit: OwnedSemaphorePermit,
+    open: Gauge,
+}
+
+impl Slot {
+    fn new(permit: OwnedSemaphorePermit, open: &Gauge) -> Slot {
+        open.inc();
+        Slot {
+            _permit: permit,
+            open: open.clone(),
+        }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.open.dec();
+    }
+}
 
 /// Serves `handler` on `listener` (over TLS when `tls` is set) until
 /// `shutdown`, then drains for up to `grace`.
@@ -36,6 +117,7 @@ pub async fn serve<H, F>(
     handler: H,
     shutdown: CancellationToken,
     grace: Duration,
+    limits: Limits,
 ) where
     H: Fn(Request<Incoming>, SocketAddr) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = Response<Body>> + Send + 'static,
@@ -44,9 +126,18 @@ pub async fn serve<H, F>(
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .header_read_timeout(limits.header_read_timeout)
+        .max_buf_size(MAX_HEADER_BYTES)
         .keep_alive(true);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(H2_PING_INTERVAL)
+        .keep_alive_timeout(H2_PING_TIMEOUT);
     let graceful = GracefulShutdown::new();
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let rejecting = Arc::new(Semaphore::new(REJECTING_AT_ONCE));
+    let first_bytes = limits.header_read_timeout;
 
     loop {
         let (stream, peer) = tokio::select! {
@@ -61,6 +152,14 @@ pub async fn serve<H, F>(
                 }
             },
         };
+        let slot = match Arc::clone(&slots).try_acquire_owned() {
+            Ok(permit) => Slot::new(permit, &limits.open),
+            Err(_) => {
+                limits.rejected.inc();
+                refuse(stream, tls.is_some(), &rejecting);
+                continue;
+            }
+        };
         let _ = stream.set_nodelay(true);
         let handler = handler.clone();
         let service = service_fn(move |request: Request<Incoming>| {
@@ -69,9 +168,11 @@ pub async fn serve<H, F>(
         });
         match &tls {
             None => {
+                let stream = FirstBytes::new(stream, first_bytes);
                 let connection = builder.serve_connection(TokioIo::new(stream), service);
                 let connection = graceful.watch(connection.into_owned());
                 tokio::spawn(async move {
+                    let _slot = slot;
                     if let Err(e) = connection.await {
                         tracing::debug!(listener = name, error = %e, "connection ended with an error");
                     }
@@ -84,6 +185,7 @@ pub async fn serve<H, F>(
                 let builder = builder.clone();
                 let watcher = graceful.watcher();
                 tokio::spawn(async move {
+                    let _slot = slot;
                     let handshake =
                         tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await;
                     let stream = match handshake {
@@ -97,6 +199,7 @@ pub async fn serve<H, F>(
                             return;
                         }
                     };
+                    let stream = FirstBytes::new(stream, first_bytes);
                     let connection = builder.serve_connection(TokioIo::new(stream), service);
                     if let Err(e) = watcher.watch(connection.into_owned()).await {
                         tracing::debug!(listener = name, error = %e, "connection ended with an error");
@@ -114,5 +217,177 @@ pub async fn serve<H, F>(
         _ = tokio::time::sleep(grace) => {
             tracing::warn!(listener = name, grace = ?grace, "grace period over, closing open connections");
         }
+    }
+}
+
+/// Answers a connection over the limit with `503 overloaded` and closes it,
+/// in a task of its own so the accept loop never waits on a client. At most
+/// [`REJECTING_AT_ONCE`] are answered at a time; beyond that, and over TLS
+/// (answering would cost a handshake), the connection is just closed.
+fn refuse(mut stream: TcpStream, tls: bool, rejecting: &Arc<Semaphore>) {
+    if tls {
+        return;
+    }
+    let Ok(permit) = Arc::clone(rejecting).try_acquire_owned() else {
+        return;
+    };
+    tokio::spawn(async move {
+        let _permit = permit;
+        let answer = async {
+            stream.write_all(&Outcome::Overloaded.http1_close()).await?;
+            stream.shutdown().await?;
+            // Read what the client sent until it closes, so the close is a FIN
+            // after our answer, not a reset that could discard it.
+            let mut sink = [0u8; 4096];
+            let mut budget: usize = 64 * 1024;
+            while budget > 0 {
+                let n = stream.read(&mut sink).await?;
+                if n == 0 {
+                    break;
+                }
+                budget = budget.saturating_sub(n);
+            }
+            Ok::<_, io::Error>(())
+        };
+        let _ = tokio::time::timeout(REJECT_LINGER, answer).await;
+    });
+}
+
+/// The HTTP/2 connection preface. Until a client has sent it, or a byte that
+/// departs from it, the auto builder cannot tell HTTP/1 from HTTP/2.
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// A stream whose reads fail once a deadline passes, until the client has
+/// sent enough for its protocol to be known. hyper's header timeout starts
+/// only after that, so without this a client that connects and sends nothing
+/// (or a byte or two) would hold its connection slot forever.
+struct FirstBytes<S> {
+    inner: S,
+    /// Bytes of the HTTP/2 preface matched so far; `None` once the protocol is known.
+    matched: Option<usize>,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl<S> FirstBytes<S> {
+    fn new(inner: S, timeout: Duration) -> Self {
+        FirstBytes {
+            inner,
+            matched: Some(0),
+            deadline: Box::pin(tokio::time::sleep(timeout)),
+        }
+    }
+}
+
+/// How far `new` bytes take a preface match of `matched` bytes: `None` once
+/// the protocol is known (a byte departs from the preface, the preface is
+/// complete, or the client closed).
+fn advance_preface(matched: usize, new: &[u8]) -> Option<usize> {
+    if new.is_empty() {
+        return None;
+    }
+    let mut m = matched;
+    for &b in new {
+        if H2_PREFACE.get(m) != Some(&b) {
+            return None;
+        }
+        m += 1;
+    }
+    (m < H2_PREFACE.len()).then_some(m)
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for FirstBytes<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let Some(matched) = this.matched else {
+            return Pin::new(&mut this.inner).poll_read(cx, buf);
+        };
+        if this.deadline.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "no request started within the header read timeout",
+            )));
+        }
+        let before = buf.filled().len();
+        ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
+        this.matched = advance_preface(matched, &buf.filled()[before..]);
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for FirstBytes<S> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_protocol_is_known_as_soon_as_a_byte_departs_from_the_preface() {
+        assert_eq!(advance_preface(0, b"P"), Some(1));
+        assert_eq!(advance_preface(1, b"RI * "), Some(6));
+        assert_eq!(advance_preface(0, b"PO"), None, "POST is HTTP/1");
+        assert_eq!(advance_preface(0, b"GET / HTTP/1.1"), None);
+        assert_eq!(
+            advance_preface(0, H2_PREFACE),
+            None,
+            "a full preface is HTTP/2"
+        );
+        assert_eq!(advance_preface(3, b""), None, "the client closed");
+    }
+
+    /// A client that connects and sends nothing is cut off at the deadline;
+    /// one that sent a request line is left to hyper's own timeouts.
+    #[tokio::test(start_paused = true)]
+    async fn silent_clients_time_out_talking_ones_do_not() {
+        let (client, server) = tokio::io::duplex(64);
+        let mut silent = FirstBytes::new(server, Duration::from_secs(10));
+        let mut buf = [0u8; 8];
+        let err = silent.read(&mut buf).await.err();
+        assert_eq!(err.map(|e| e.kind()), Some(io::ErrorKind::TimedOut));
+        drop(client);
+
+        let (mut client, server) = tokio::io::duplex(64);
+        let mut talking = FirstBytes::new(server, Duration::from_secs(10));
+        client
+            .write_all(b"POST /")
+            .await
+            .expect("write to a duplex");
+        let n = talking.read(&mut buf).await.expect("bytes are there");
+        assert_eq!(&buf[..n], b"POST /");
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        client.write_all(b"x").await.expect("write to a duplex");
+        let n = talking.read(&mut buf).await.expect("no deadline any more");
+        assert_eq!(&buf[..n], b"x");
     }
 }

@@ -39,6 +39,8 @@ pub(super) struct RawServer {
     pub upstream_timeout: Option<Spanned<String>>,
     pub max_body_bytes: Option<Spanned<i64>>,
     pub unmatched: Option<Spanned<String>>,
+    pub max_connections: Option<Spanned<i64>>,
+    pub request_read_timeout: Option<Spanned<String>>,
     pub tls: Option<Spanned<RawTls>>,
 }
 
@@ -77,10 +79,12 @@ pub(super) struct RawSource {
     pub tolerance: Option<Spanned<String>>,
     pub event_types: Option<Spanned<Vec<Spanned<String>>>>,
     pub delivery: Option<Spanned<String>>,
+    pub on_store_error: Option<Spanned<String>>,
     pub retry_schedule: Option<Spanned<Vec<Spanned<String>>>>,
     pub max_in_flight: Option<Spanned<i64>>,
     pub ordering: Option<Spanned<RawOrdering>>,
     pub generic: Option<Spanned<RawGeneric>>,
+    pub public_url: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -94,10 +98,18 @@ pub(super) struct RawOrdering {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawGeneric {
     pub signature_header: Option<Spanned<String>>,
+    pub alternate_signature_headers: Option<Spanned<Vec<Spanned<String>>>>,
     pub signature_prefix: Option<Spanned<String>>,
+    pub signature_delimiter: Option<Spanned<String>>,
+    pub signature_key: Option<Spanned<String>>,
     pub encoding: Option<Spanned<String>>,
+    pub algorithm: Option<Spanned<String>>,
     pub signed_payload: Option<Spanned<String>>,
     pub timestamp_header: Option<Spanned<String>>,
+    pub timestamp_key: Option<Spanned<String>>,
+    pub timestamp_format: Option<Spanned<String>>,
+    pub secret_encoding: Option<Spanned<String>>,
+    pub secret_prefix: Option<Spanned<String>>,
     pub event_id: Option<Spanned<RawLocator>>,
     pub event_type: Option<Spanned<RawLocator>>,
 }

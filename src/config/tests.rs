@@ -6,7 +6,7 @@ use std::time::Duration;
 use http::HeaderName;
 
 use super::*;
-use crate::scheme::{Encoding, Locator, Scheme};
+use crate::scheme::{Algorithm, Encoding, Locator, Scheme, TimestampFormat};
 
 /// Secrets from maps, so tests never touch the process environment.
 #[derive(Default)]
@@ -686,7 +686,7 @@ field = "typo-ordering"
 signature_header = "X-Sig"
 encoding = "hex"
 event_id = { header = "X-Id" }
-algorithm = "typo-generic"
+hash = "typo-generic"
 event_type = { headr = "typo-locator" }
 "#;
     let secrets = MapSecrets::default().file("/c", b"c").file("/k", b"k");
@@ -713,7 +713,7 @@ event_type = { headr = "typo-locator" }
     has(
         &ps,
         src,
-        "source[acme].generic.algorithm",
+        "source[acme].generic.hash",
         "typo-generic",
         "unknown key",
     );
@@ -1098,6 +1098,75 @@ fn queue_delivery_needs_a_durable_store() {
         "source[gh].delivery",
         "delivery",
         "\"forward\" or \"queue\"",
+    );
+}
+
+#[test]
+fn connection_limits_and_read_timeout() {
+    let c = config(BASE);
+    assert_eq!(c.server.max_connections, 10_000);
+    assert_eq!(c.server.request_read_timeout, Duration::from_secs(10));
+    let src = BASE.replace(
+        "[server]\n",
+        "[server]\nmax_connections = 64\nrequest_read_timeout = \"2s\"\n",
+    );
+    let c = config(&src);
+    assert_eq!(c.server.max_connections, 64);
+    assert_eq!(c.server.request_read_timeout, Duration::from_secs(2));
+    let cases = [
+        (
+            "max_connections = 0",
+            "server.max_connections",
+            "greater than zero",
+        ),
+        (
+            "max_connections = -1",
+            "server.max_connections",
+            "greater than zero",
+        ),
+        (
+            "request_read_timeout = \"0s\"",
+            "server.request_read_timeout",
+            "zero",
+        ),
+        (
+            "request_read_timeout = \"soon\"",
+            "server.request_read_timeout",
+            "not a duration",
+        ),
+    ];
+    for (line, field, fragment) in cases {
+        let src = BASE.replace("[server]\n", &format!("[server]\n{line}\n"));
+        only(&src, field, line, fragment);
+    }
+}
+
+#[test]
+fn on_store_error() {
+    assert_eq!(config(BASE).sources[0].on_store_error, OnStoreError::Reject);
+    let src = with("on_store_error = \"forward_unchecked\"\n");
+    assert_eq!(
+        config(&src).sources[0].on_store_error,
+        OnStoreError::ForwardUnchecked
+    );
+    let src = with("on_store_error = \"reject\"\n");
+    assert_eq!(config(&src).sources[0].on_store_error, OnStoreError::Reject);
+    let src = with("on_store_error = \"ignore\"\n");
+    only(
+        &src,
+        "source[gh].on_store_error",
+        "on_store_error",
+        "\"reject\" or \"forward_unchecked\"",
+    );
+    let src = with(
+        "delivery = \"queue\"\non_store_error = \"forward_unchecked\"\n\
+         [store]\nkind = \"redis\"\nurl = \"redis://r:6379\"\n",
+    );
+    only(
+        &src,
+        "source[gh].on_store_error",
+        "on_store_error",
+        "needs delivery = \"forward\"",
     );
 }
 
@@ -1631,7 +1700,7 @@ fn generic_headers_and_encoding() {
         &src,
         "source[acme].generic.encoding",
         "base32",
-        "\"hex\" or \"base64\"",
+        "\"hex\", \"base64\", \"base64url\"",
     );
     let src = generic("timestamp_header = \"X:Ts\"\nsigned_payload = \"{timestamp}{body}\"\n");
     only(
@@ -1682,7 +1751,7 @@ fn signed_payload_templates() {
         ("{body}.{body}", "more than once"),
         (
             "{ts}.{body}",
-            "uses {ts}; only {id}, {timestamp} and {body}",
+            "uses {ts}; only {id}, {timestamp}, {body}, {url} and {header:Name}",
         ),
         ("{body", "{ without a matching }"),
         ("body}", "} without a matching {"),
@@ -1704,7 +1773,7 @@ fn timestamp_must_be_signed_to_count() {
         &src,
         "source[acme].generic.signed_payload",
         "signed_payload",
-        "timestamp_header is not set",
+        "neither generic.timestamp_header nor generic.timestamp_key is set",
     );
     let src = generic("timestamp_header = \"X-Ts\"\n");
     only(
@@ -1888,4 +1957,261 @@ resource = "id"
         }
     }
     assert_eq!(ps.len(), expected.len(), "{}", show(&ps));
+}
+
+// ---------------------------------------------------------------------------
+// Catalog providers, public_url and the extended generic table
+
+/// A source of `scheme` with `extra` lines inside the `[[source]]`.
+fn provider(scheme: &str, extra: &str) -> String {
+    format!(
+        r#"
+[server]
+listen = "127.0.0.1:8080"
+upstream = "http://127.0.0.1:3000"
+
+[[source]]
+name = "p"
+path = "/p"
+scheme = "{scheme}"
+secrets = ["s3cret"]
+{extra}"#
+    )
+}
+
+#[test]
+fn catalog_providers_are_scheme_words() {
+    for name in ["zoom", "paddle", "gitlab", "box", "lithic", "calendly"] {
+        // A base64 text works for raw and base64 secrets alike.
+        let c = config(&provider(name, "").replace("s3cret", "c2VjcmV0"));
+        assert_eq!(c.sources[0].scheme.name(), name);
+    }
+    // A provider's documented window is its default tolerance.
+    assert_eq!(
+        config(&provider("paddle", "")).sources[0].tolerance,
+        Duration::from_secs(5)
+    );
+    assert_eq!(
+        config(&provider("twitch", "")).sources[0].tolerance,
+        Duration::from_secs(600)
+    );
+    assert_eq!(
+        config(&provider("zoom", "")).sources[0].tolerance,
+        DEFAULT_TOLERANCE
+    );
+    assert_eq!(
+        config(&provider("paddle", "tolerance = \"30s\"\n")).sources[0].tolerance,
+        Duration::from_secs(30)
+    );
+    // Providers without a signed time take no tolerance.
+    only(
+        &provider("gitlab", "tolerance = \"5m\"\n"),
+        "source[p].tolerance",
+        "tolerance",
+        "scheme \"gitlab\" signs no timestamp",
+    );
+    let src = provider("acme-corp", "");
+    only(
+        &src,
+        "source[p].scheme",
+        "acme-corp",
+        "a provider of docs/providers.md",
+    );
+}
+
+#[test]
+fn public_key_secrets_are_parsed() {
+    let key = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a";
+    let src = provider("discord", "").replace("[\"s3cret\"]", &format!("[\"{key}\"]"));
+    let c = config(&src);
+    assert_eq!(c.sources[0].keys[0].expose().len(), 32);
+    only(
+        &provider("discord", ""),
+        "source[p].secrets[0]",
+        "s3cret",
+        "not 64 hex characters",
+    );
+    only(
+        &provider("sendgrid", "").replace("s3cret", "AAAA"),
+        "source[p].secrets[0]",
+        "AAAA",
+        "not a P-256 public key",
+    );
+}
+
+#[test]
+fn public_url_where_the_url_is_signed() {
+    let url = "public_url = \"https://hooks.example.com/twilio?x=1\"\n";
+    let c = config(&provider("twilio", url));
+    assert_eq!(
+        c.sources[0].scheme,
+        Scheme::Twilio {
+            public_url: "https://hooks.example.com/twilio?x=1".into()
+        }
+    );
+    assert!(
+        config(&provider("square", url)).sources[0]
+            .scheme
+            .needs_public_url()
+    );
+    for scheme in ["twilio", "square", "hubspot", "trello"] {
+        only(
+            &provider(scheme, ""),
+            "source[p].public_url",
+            &format!("scheme = \"{scheme}\""),
+            "signs the URL the sender posts to; set public_url",
+        );
+    }
+    only(
+        &provider("github", url),
+        "source[p].public_url",
+        "public_url",
+        "does not apply: scheme \"github\" does not sign the URL",
+    );
+    for bad in [
+        "/twilio",
+        "ftp://x.example/t",
+        "https://",
+        "https://x.example/#frag",
+    ] {
+        let src = provider("twilio", &format!("public_url = \"{bad}\"\n"));
+        only(
+            &src,
+            "source[p].public_url",
+            "public_url",
+            "not an absolute http(s) URL",
+        );
+    }
+}
+
+#[test]
+fn extended_generic_tables() {
+    // A Stripe-like list: t=…,v1=… over {timestamp}.{body}, SHA-512, base64url,
+    // a whsec_ base64 secret.
+    let src = GENERIC
+        .replace("encoding = \"hex\"", "encoding = \"base64url\"")
+        .replace("[\"acme-secret\"]", "[\"whsec_c2VjcmV0\"]")
+        + "algorithm = \"sha512\"\nsignature_delimiter = \",\"\nsignature_key = \"v1\"\n\
+           timestamp_key = \"t\"\ntimestamp_format = \"milliseconds\"\n\
+           signed_payload = \"{timestamp}.{body}\"\nsecret_encoding = \"base64\"\n\
+           secret_prefix = \"whsec_\"\nalternate_signature_headers = [\"X-Sig-2\"]\n";
+    let c = config(&src);
+    let Scheme::Generic(g) = &c.sources[0].scheme else {
+        panic!("generic expected")
+    };
+    assert_eq!(g.algorithm, Algorithm::Sha512);
+    assert_eq!(g.encoding, Encoding::Base64Url);
+    assert_eq!(g.signature_key.as_deref(), Some("v1"));
+    assert_eq!(g.timestamp_key.as_deref(), Some("t"));
+    assert_eq!(g.timestamp_format, TimestampFormat::Milliseconds);
+    assert_eq!(
+        g.alternate_signature_headers,
+        vec![HeaderName::from_static("x-sig-2")]
+    );
+    assert!(c.sources[0].scheme.signs_timestamp());
+    assert_eq!(c.sources[0].keys[0].expose(), b"secret");
+
+    // A token sender needs no encoding and signs nothing.
+    let token = GENERIC.replace("encoding = \"hex\"\n", "algorithm = \"token\"\n");
+    let c = config(&token);
+    assert!(!c.sources[0].scheme.signs_timestamp());
+    only(
+        &(token.clone() + "signed_payload = \"{body}\"\n"),
+        "source[acme].generic.signed_payload",
+        "signed_payload",
+        "with algorithm = \"token\"",
+    );
+
+    // {url} and {header:…} placeholders.
+    let with_url = GENERIC.replace(
+        "secrets = [\"acme-secret\"]",
+        "secrets = [\"acme-secret\"]\npublic_url = \"https://hooks.example.com/acme\"",
+    ) + "signed_payload = \"POST{url}{header:X-Nonce}{body}\"\n";
+    assert!(config(&with_url).sources[0].scheme.needs_public_url());
+    only(
+        &generic("signed_payload = \"{url}{body}\"\n"),
+        "source[acme].public_url",
+        "scheme = \"generic\"",
+        "generic.signed_payload uses {url}",
+    );
+    only(
+        &generic("signed_payload = \"{header:Bad Name}{body}\"\n"),
+        "source[acme].generic.signed_payload",
+        "signed_payload",
+        "not a valid header name",
+    );
+}
+
+#[test]
+fn extended_generic_mistakes() {
+    let cases = [
+        (
+            "signature_key = \"v1\"\n",
+            "signature_key",
+            "v1",
+            "needs signature_delimiter",
+        ),
+        (
+            "signature_delimiter = \",\"\ntimestamp_key = \"t\"\nsigned_payload = \"{timestamp}.{body}\"\n",
+            "timestamp_key",
+            "timestamp_key",
+            "needs signature_key",
+        ),
+        (
+            "signature_delimiter = \"\"\n",
+            "signature_delimiter",
+            "signature_delimiter",
+            "is empty",
+        ),
+        (
+            "signature_delimiter = \"ab\"\n",
+            "signature_delimiter",
+            "\"ab\"",
+            "characters a signature itself uses",
+        ),
+        (
+            "algorithm = \"md5\"\n",
+            "algorithm",
+            "md5",
+            "\"sha1\", \"sha256\", \"sha512\", \"token\"",
+        ),
+        (
+            "timestamp_format = \"iso\"\n",
+            "timestamp_format",
+            "iso",
+            "\"rfc3339\"",
+        ),
+        (
+            "secret_encoding = \"b32\"\n",
+            "secret_encoding",
+            "b32",
+            "\"raw\", \"base64\", \"hex\"",
+        ),
+        (
+            "alternate_signature_headers = [\"bad name\"]\n",
+            "alternate_signature_headers[0]",
+            "bad name",
+            "not a valid HTTP header name",
+        ),
+    ];
+    for (extra, key, marker, fragment) in cases {
+        let src = generic(extra);
+        only(
+            &src,
+            &format!("source[acme].generic.{key}"),
+            marker,
+            fragment,
+        );
+    }
+    // A base64 secret that is not base64 names the shape, not the value.
+    let src = generic("secret_encoding = \"base64\"\n").replace("acme-secret", "not*base64");
+    let ps = problems(&src);
+    has(
+        &ps,
+        &src,
+        "source[acme].secrets[0]",
+        "not*base64",
+        "secret is not base64",
+    );
+    assert!(!show(&ps).contains("not*base64\""));
 }

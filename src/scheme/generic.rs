@@ -1,74 +1,97 @@
-//! Generic: a sender described in `[source.generic]` — one signature header
-//! (optional prefix, hex or base64), a signed-bytes template over `{id}`,
-//! `{timestamp}` and `{body}`, an optional timestamp header that brings the
-//! replay window, and where to find the event id and type.
+//! Generic: a sender described by a table — in `[source.generic]`, or as a
+//! catalog preset. One engine covers what real senders do:
 //!
-//! Choices where the config leaves room, so operators can predict them:
+//! - the signature in one header (or several: Box's primary and secondary),
+//!   optionally prefixed (`sha256=`), in hex, base64 or base64url; several
+//!   entries in one header split by a delimiter (`v1,… v1,…`), or a
+//!   `key=value` list that also carries the timestamp (`t=…,v1=…`);
+//! - HMAC-SHA1/256/512, or a shared token compared as is;
+//! - signed bytes from a template over `{id}`, `{timestamp}`, `{body}`,
+//!   `{url}` (the configured public URL) and `{header:Name}`;
+//! - a timestamp in seconds, milliseconds or RFC 3339, from a header or the
+//!   signature list, bringing the replay window;
+//! - secrets used raw, or base64/hex-decoded after an optional prefix;
+//! - the event id and type from a header or a JSON pointer.
 //!
-//! - The template is read literally except for the three placeholders; any
-//!   other `{…}` is signed as written. The body is fed to the MAC in place,
-//!   byte for byte, whatever its encoding.
+//! Choices where the description leaves room, so operators can predict them:
+//!
+//! - The template is read literally except for the placeholders; any other
+//!   `{…}` is signed as written. The body is fed to the MAC in place, byte for
+//!   byte, whatever its encoding.
 //! - `{id}` is rendered from the `event_id` header (the id must be known
 //!   before the signature is checked, and the body is not read until then);
-//!   `{timestamp}` is the timestamp header's text exactly as sent. A request
-//!   lacking either, when the template needs it, is `MalformedSignature`.
-//!   [`Generic::validate`] refuses templates that could never be rendered.
-//! - `event_id` absent from the config: the id is the SHA-256 of the body.
-//!   `event_id` configured but the request carries no usable value there
-//!   (header missing or empty; body not JSON, pointer missing, or neither a
-//!   string nor a number): `MalformedBody`. The operator said where the id
-//!   lives; quietly keying the nonce on something else could let a retry
-//!   through as a new event.
-//! - `event_type` is optional: wherever it is missing the type is none.
-//!
-//! Errors name configuration keys (`signature_header`, `timestamp_header`,
-//! `event_id`) rather than the configured header names, because the error
-//! type only carries static text.
+//!   `{timestamp}` and `{header:…}` are the header text exactly as sent. A
+//!   request lacking one the template needs is `MalformedSignature`.
+//! - With a delimiter or a key list, entries that are not signatures (other
+//!   versions, other keys, undecodable values) are skipped as long as one
+//!   usable signature remains — the leniency of the senders' own libraries.
+//!   A single-valued header with the wrong prefix or encoding is malformed.
+//! - `event_id` absent: the id is the SHA-256 of the body. `event_id`
+//!   configured but the request carries no usable value there:
+//!   `MalformedBody` — the operator said where the id lives; quietly keying
+//!   the nonce on something else could let a retry through as a new event.
+//! - `event_type` is optional: wherever it is missing (or not a string) the
+//!   type is none.
 
 use std::time::Duration;
 
-use http::HeaderMap;
+use http::{HeaderMap, HeaderName};
 
 use super::hmac;
-use super::{Encoding, Error, Generic, Locator, Verified};
+use super::{Algorithm, Error, Generic, Locator, SecretEncoding, Verified};
 use crate::config::secret::Secret;
 
-const SIGNATURE: &str = "signature_header";
-const TIMESTAMP: &str = "timestamp_header";
-const EVENT_ID: &str = "event_id";
+/// Longest signature header value considered; longer ones are malformed
+/// (a sender rotating a few keys stays far below it).
+const MAX_SIGNATURE_VALUE: usize = 8 * 1024;
 
 /// One piece of the `signed_payload` template.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Piece<'t> {
+pub(crate) enum Piece<'t> {
     Text(&'t [u8]),
     Id,
     Timestamp,
     Body,
+    Url,
+    /// `{header:Name}`: the named header's value as sent.
+    Header(&'t str),
 }
 
-const PLACEHOLDERS: [(&[u8], Piece<'static>); 3] = [
+const PLACEHOLDERS: [(&[u8], Piece<'static>); 4] = [
     (b"{id}", Piece::Id),
     (b"{timestamp}", Piece::Timestamp),
     (b"{body}", Piece::Body),
+    (b"{url}", Piece::Url),
 ];
+
+/// `{header:Name}` at the start of `bytes`: the name and the length taken.
+fn header_placeholder(bytes: &[u8]) -> Option<(&str, usize)> {
+    let rest = bytes.strip_prefix(b"{header:")?;
+    let end = rest.iter().position(|&b| b == b'}')?;
+    let name = std::str::from_utf8(&rest[..end]).ok()?;
+    HeaderName::from_bytes(name.as_bytes()).ok()?;
+    Some((name, b"{header:".len() + end + 1))
+}
 
 /// Splits the template into literal text and placeholders. Works on bytes so
 /// a template with non-ASCII text can't be sliced inside a character.
-fn pieces(template: &str) -> Vec<Piece<'_>> {
+pub(crate) fn pieces(template: &str) -> Vec<Piece<'_>> {
     let bytes = template.as_bytes();
     let mut out = Vec::new();
     let (mut literal_start, mut i) = (0, 0);
     while i < bytes.len() {
         let found = PLACEHOLDERS
             .iter()
-            .find(|(name, _)| bytes[i..].starts_with(name));
+            .find(|(name, _)| bytes[i..].starts_with(name))
+            .map(|(name, piece)| (*piece, name.len()))
+            .or_else(|| header_placeholder(&bytes[i..]).map(|(n, len)| (Piece::Header(n), len)));
         match found {
-            Some((name, piece)) => {
+            Some((piece, len)) => {
                 if literal_start < i {
                     out.push(Piece::Text(&bytes[literal_start..i]));
                 }
-                out.push(*piece);
-                i += name.len();
+                out.push(piece);
+                i += len;
                 literal_start = i;
             }
             None => i += 1,
@@ -80,58 +103,205 @@ fn pieces(template: &str) -> Vec<Piece<'_>> {
     out
 }
 
-/// The signed bytes as slices, in order: the template's text, the id and
-/// timestamp as given, the body in place.
-fn render<'a>(
-    pieces: &[Piece<'a>],
-    id: Option<&'a [u8]>,
-    timestamp: Option<&'a [u8]>,
-    body: &'a [u8],
-) -> Result<Vec<&'a [u8]>, Error> {
-    pieces
-        .iter()
-        .map(|piece| match *piece {
-            Piece::Text(text) => Ok(text),
-            Piece::Id => id.ok_or(Error::MalformedSignature(EVENT_ID)),
-            Piece::Timestamp => timestamp.ok_or(Error::MalformedSignature(TIMESTAMP)),
-            Piece::Body => Ok(body),
-        })
-        .collect()
-}
-
-fn header<'a>(headers: &'a HeaderMap, name: &http::HeaderName) -> Option<&'a [u8]> {
+fn header<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Option<&'a [u8]> {
     headers.get(name).map(|v| v.as_bytes())
 }
 
+/// What the signature header(s) of a request hold.
+struct Parsed<'a> {
+    candidates: Vec<Vec<u8>>,
+    /// The timestamp entry of a key list, as sent.
+    list_timestamp: Option<&'a [u8]>,
+}
+
 impl Generic {
-    /// Problems that would make every request to this source fail, or make
-    /// its signature meaningless. Meant for config validation, so a broken
-    /// `[source.generic]` table is reported at load time, not per request.
+    /// Whether the template signs the public URL.
+    pub(crate) fn uses_url(&self) -> bool {
+        pieces(&self.signed_payload).contains(&Piece::Url)
+    }
+
+    /// Problems that would make every request to this sender fail, or make
+    /// its signature meaningless. Config reports its own, with lines; this is
+    /// the same rule set for presets, checked by the catalog's tests.
     pub fn validate(&self) -> Result<(), String> {
         let pieces = pieces(&self.signed_payload);
+        if self.algorithm == Algorithm::Token {
+            if self.signs_timestamp() {
+                return Err("a token signs nothing, so no timestamp can be signed".into());
+            }
+            return Ok(());
+        }
         if !pieces.contains(&Piece::Body) {
             return Err(
                 "signed_payload must contain {body}: otherwise the body is not signed".into(),
             );
         }
-        let has_timestamp = pieces.contains(&Piece::Timestamp);
-        if has_timestamp && self.timestamp_header.is_none() {
-            return Err("signed_payload uses {timestamp} but timestamp_header is not set".into());
+        if self.timestamp_header.is_some() && self.timestamp_key.is_some() {
+            return Err("timestamp_header and timestamp_key are exclusive".into());
         }
-        if !has_timestamp && self.timestamp_header.is_some() {
-            return Err(
-                "timestamp_header is set but signed_payload has no {timestamp}: \
+        if self.timestamp_key.is_some() && self.signature_key.is_none() {
+            return Err("timestamp_key needs signature_key (a key=value list)".into());
+        }
+        if self.signature_key.is_some() && self.signature_delimiter.is_none() {
+            return Err("signature_key needs signature_delimiter".into());
+        }
+        let has_timestamp = pieces.contains(&Piece::Timestamp);
+        if has_timestamp != self.signs_timestamp() {
+            return Err(if has_timestamp {
+                "signed_payload uses {timestamp} but no timestamp is configured".into()
+            } else {
+                "a timestamp is configured but signed_payload has no {timestamp}: \
                  the replay window would rest on an unsigned value"
-                    .into(),
-            );
+                    .into()
+            });
         }
         if pieces.contains(&Piece::Id) && !matches!(self.event_id, Some(Locator::Header(_))) {
             return Err(
                 "signed_payload uses {id}, which needs event_id = { header = \"…\" }".into(),
             );
         }
+        if pieces.contains(&Piece::Url) && self.public_url.is_none() {
+            return Err("signed_payload uses {url}, which needs public_url".into());
+        }
         Ok(())
     }
+
+    /// The key bytes for a configured secret: the prefix stripped when
+    /// present, then decoded. Errors describe the shape, never the value.
+    pub(crate) fn prepare_key(&self, secret: &Secret) -> Result<Secret, String> {
+        let raw = secret.expose();
+        let raw = match &self.secret_prefix {
+            Some(prefix) => raw.strip_prefix(prefix.as_bytes()).unwrap_or(raw),
+            None => raw,
+        };
+        let key = match self.secret_encoding {
+            SecretEncoding::Raw => raw.to_vec(),
+            SecretEncoding::Base64 => {
+                hmac::decode_base64_any(raw).ok_or_else(|| self.shape("is not base64"))?
+            }
+            SecretEncoding::Hex => hex::decode(raw).map_err(|_| self.shape("is not hex"))?,
+        };
+        if key.is_empty() {
+            return Err("secret is empty".to_owned());
+        }
+        Ok(Secret::new(key))
+    }
+
+    fn shape(&self, what: &str) -> String {
+        match &self.secret_prefix {
+            Some(p) => format!("secret {what} (after an optional {p} prefix)"),
+            None => format!("secret {what}"),
+        }
+    }
+
+    /// Candidates from every signature header present.
+    fn parse<'a>(&self, headers: &'a HeaderMap) -> Result<Parsed<'a>, Error> {
+        let malformed = Error::MalformedSignature(self.labels.signature);
+        let values: Vec<&[u8]> = std::iter::once(&self.signature_header)
+            .chain(&self.alternate_signature_headers)
+            .filter_map(|name| header(headers, name))
+            .collect();
+        if values.is_empty() {
+            return Err(Error::MissingSignature(self.labels.signature));
+        }
+        let mut parsed = Parsed {
+            candidates: Vec::new(),
+            list_timestamp: None,
+        };
+        for value in values {
+            if value.len() > MAX_SIGNATURE_VALUE {
+                return Err(malformed);
+            }
+            match &self.signature_delimiter {
+                None => {
+                    let sig = self.strip(value).ok_or(malformed.clone())?;
+                    parsed
+                        .candidates
+                        .push(self.decode(sig).ok_or(malformed.clone())?);
+                }
+                Some(delimiter) => self.parse_list(value, delimiter, &mut parsed)?,
+            }
+        }
+        if parsed.candidates.is_empty() {
+            return Err(malformed);
+        }
+        Ok(parsed)
+    }
+
+    fn parse_list<'a>(
+        &self,
+        value: &'a [u8],
+        delimiter: &str,
+        parsed: &mut Parsed<'a>,
+    ) -> Result<(), Error> {
+        let entries = split(value, delimiter.as_bytes())
+            .into_iter()
+            .map(<[u8]>::trim_ascii)
+            .filter(|e| !e.is_empty());
+        for entry in entries {
+            let sig = match &self.signature_key {
+                None => self.strip(entry),
+                Some(sig_key) => {
+                    let Some(eq) = entry.iter().position(|&b| b == b'=') else {
+                        continue;
+                    };
+                    let (k, v) = (entry[..eq].trim_ascii(), entry[eq + 1..].trim_ascii());
+                    if self.timestamp_key.as_deref().map(str::as_bytes) == Some(k) {
+                        // Two timestamps would make it ambiguous which was signed.
+                        if parsed.list_timestamp.replace(v).is_some() {
+                            return Err(Error::MalformedSignature(self.labels.signature));
+                        }
+                        continue;
+                    }
+                    (k == sig_key.as_bytes())
+                        .then_some(v)
+                        .and_then(|v| self.strip(v))
+                }
+            };
+            if let Some(candidate) = sig.and_then(|s| self.decode(s)) {
+                parsed.candidates.push(candidate);
+            }
+        }
+        Ok(())
+    }
+
+    fn strip<'a>(&self, value: &'a [u8]) -> Option<&'a [u8]> {
+        match &self.signature_prefix {
+            Some(prefix) => value.strip_prefix(prefix.as_bytes()),
+            None => Some(value),
+        }
+    }
+
+    fn decode(&self, text: &[u8]) -> Option<Vec<u8>> {
+        match self.algorithm.tag_len() {
+            Some(len) => hmac::decode_tag(self.encoding, text, len),
+            None if text.is_empty() => None,
+            None => Some(text.to_vec()),
+        }
+    }
+
+    /// The expected signature for `key` over `parts`.
+    fn expected(&self, key: &[u8], parts: &[&[u8]]) -> Vec<u8> {
+        match self.algorithm {
+            Algorithm::Token => key.to_vec(),
+            alg => hmac::mac(alg, key, parts),
+        }
+    }
+}
+
+/// `value` split on every occurrence of `delimiter` (non-empty).
+fn split<'a>(value: &'a [u8], delimiter: &[u8]) -> Vec<&'a [u8]> {
+    let mut out = Vec::new();
+    let mut rest = value;
+    if delimiter.is_empty() {
+        return vec![value];
+    }
+    while let Some(at) = rest.windows(delimiter.len()).position(|w| w == delimiter) {
+        out.push(&rest[..at]);
+        rest = &rest[at + delimiter.len()..];
+    }
+    out.push(rest);
+    out
 }
 
 pub(super) fn verify(
@@ -142,26 +312,28 @@ pub(super) fn verify(
     body: &[u8],
     now: i64,
 ) -> Result<Verified, Error> {
-    let value =
-        header(headers, &generic.signature_header).ok_or(Error::MissingSignature(SIGNATURE))?;
-    let value = match &generic.signature_prefix {
-        Some(prefix) => value
-            .strip_prefix(prefix.as_bytes())
-            .ok_or(Error::MalformedSignature(SIGNATURE))?,
-        None => value,
-    };
-    let signature = match generic.encoding {
-        Encoding::Hex => hmac::tag_from_hex(value),
-        Encoding::Base64 => hmac::tag_from_base64(value),
-    }
-    .ok_or(Error::MalformedSignature(SIGNATURE))?;
+    let labels = generic.labels;
+    let parsed = generic.parse(headers)?;
 
-    let timestamp = match &generic.timestamp_header {
-        Some(name) => {
-            let text = header(headers, name).ok_or(Error::MalformedSignature(TIMESTAMP))?;
-            let ts = hmac::parse_timestamp(text).ok_or(Error::MalformedSignature(TIMESTAMP))?;
-            Some((text, ts))
+    let timestamp_text = match (&generic.timestamp_header, &generic.timestamp_key) {
+        (Some(name), _) => {
+            Some(header(headers, name).ok_or(Error::MalformedSignature(labels.timestamp))?)
         }
+        (None, Some(_)) => Some(
+            parsed
+                .list_timestamp
+                .ok_or(Error::MalformedSignature(labels.signature))?,
+        ),
+        (None, None) => None,
+    };
+    let timestamp = match timestamp_text {
+        Some(text) => Some(hmac::parse_time(generic.timestamp_format, text).ok_or(
+            Error::MalformedSignature(if generic.timestamp_header.is_some() {
+                labels.timestamp
+            } else {
+                labels.signature
+            }),
+        )?),
         None => None,
     };
     let id_header = match &generic.event_id {
@@ -170,9 +342,27 @@ pub(super) fn verify(
     };
 
     let pieces = pieces(&generic.signed_payload);
-    let parts = render(&pieces, id_header, timestamp.map(|(text, _)| text), body)?;
-    let secret_index = hmac::match_key(keys, &parts, &[signature])?;
-    if let Some((_, ts)) = timestamp {
+    let url = generic.public_url.as_deref().unwrap_or_default().as_bytes();
+    let parts = pieces
+        .iter()
+        .map(|piece| match *piece {
+            Piece::Text(text) => Ok(text),
+            Piece::Id => id_header.ok_or(Error::MalformedSignature(labels.id)),
+            Piece::Timestamp => timestamp_text.ok_or(Error::MalformedSignature(labels.timestamp)),
+            Piece::Body => Ok(body),
+            Piece::Url => Ok(url),
+            Piece::Header(name) => headers
+                .get(name)
+                .map(|v| v.as_bytes())
+                .ok_or(Error::MalformedSignature(labels.signature)),
+        })
+        .collect::<Result<Vec<&[u8]>, Error>>()?;
+    let secret_index = hmac::match_with(
+        keys,
+        |key| generic.expected(key.expose(), &parts),
+        &parsed.candidates,
+    )?;
+    if let Some(ts) = timestamp {
         hmac::check_window(ts, now, tolerance)?;
     }
 
@@ -204,24 +394,61 @@ pub(super) fn verify(
     Ok(Verified {
         event_id,
         event_type,
-        timestamp: timestamp.map(|(_, ts)| ts),
+        timestamp,
         secret_index,
     })
 }
 
-/// The configured signature header; the timestamp header when one is
-/// configured; the id header when the id lives in a header (`id`, or a fresh
-/// random one).
+/// The signature header (with the timestamp in it for key lists); the
+/// timestamp header when one is configured; the id header when the id lives
+/// in a header (`id`, or a fresh random one). Token senders are refused: the
+/// header would be the secret itself.
 pub(super) fn sign(
     generic: &Generic,
     key: &Secret,
     body: &[u8],
     id: Option<&str>,
     timestamp: i64,
-) -> Vec<(String, String)> {
+) -> Result<Vec<(String, String)>, &'static str> {
+    if generic.algorithm == Algorithm::Token {
+        return Err("this sender sends the secret itself; printing it is refused");
+    }
     let id = id.map_or_else(hmac::random_id, str::to_owned);
-    let ts = timestamp.to_string();
+    let ts = hmac::format_time(generic.timestamp_format, timestamp);
+    let url = generic.public_url.as_deref().unwrap_or_default();
     let pieces = pieces(&generic.signed_payload);
+    // A `{header:…}` the sender signs travels with the request: the
+    // timestamp or id when it names their header, else a fresh value (a
+    // nonce), one per distinct header.
+    let same =
+        |a: &str, h: Option<&HeaderName>| h.is_some_and(|h| h.as_str().eq_ignore_ascii_case(a));
+    let id_header = match &generic.event_id {
+        Some(Locator::Header(h)) => Some(h),
+        _ => None,
+    };
+    let mut extra: Vec<(String, String)> = Vec::new();
+    for piece in &pieces {
+        if let Piece::Header(name) = *piece {
+            let known = same(name, generic.timestamp_header.as_ref())
+                || same(name, id_header)
+                || extra.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+            if !known {
+                extra.push((name.to_ascii_lowercase(), hmac::random_id()));
+            }
+        }
+    }
+    let header_value = |name: &str| -> &[u8] {
+        if same(name, generic.timestamp_header.as_ref()) {
+            ts.as_bytes()
+        } else if same(name, id_header) {
+            id.as_bytes()
+        } else {
+            extra
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                .map_or(&b""[..], |(_, v)| v.as_bytes())
+        }
+    };
     let parts: Vec<&[u8]> = pieces
         .iter()
         .map(|piece| match *piece {
@@ -229,32 +456,37 @@ pub(super) fn sign(
             Piece::Id => id.as_bytes(),
             Piece::Timestamp => ts.as_bytes(),
             Piece::Body => body,
+            Piece::Url => url.as_bytes(),
+            Piece::Header(name) => header_value(name),
         })
         .collect();
-    let tag = hmac::tag(key.expose(), &parts);
-    let encoded = match generic.encoding {
-        Encoding::Hex => hex::encode(tag),
-        Encoding::Base64 => hmac::encode_base64(&tag),
-    };
+    let tag = generic.expected(key.expose(), &parts);
     let prefix = generic.signature_prefix.as_deref().unwrap_or("");
-
-    let mut out = vec![(
-        generic.signature_header.as_str().to_owned(),
-        format!("{prefix}{encoded}"),
-    )];
+    let signature = format!("{prefix}{}", hmac::encode(generic.encoding, &tag));
+    let value = match (&generic.signature_key, &generic.timestamp_key) {
+        (Some(sig_key), Some(ts_key)) => {
+            let delimiter = generic.signature_delimiter.as_deref().unwrap_or(",");
+            format!("{ts_key}={ts}{delimiter}{sig_key}={signature}")
+        }
+        (Some(sig_key), None) => format!("{sig_key}={signature}"),
+        _ => signature,
+    };
+    let mut out = vec![(generic.signature_header.as_str().to_owned(), value)];
     if let Some(name) = &generic.timestamp_header {
         out.push((name.as_str().to_owned(), ts));
     }
     if let Some(Locator::Header(name)) = &generic.event_id {
-        out.push((name.as_str().to_owned(), id));
+        out.push((name.as_str().to_owned(), id.clone()));
     }
-    out
+    out.extend(extra.iter().cloned());
+    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use http::HeaderName;
 
+    use super::super::Encoding;
     use super::super::Scheme;
     use super::super::test_support::{
         TOLERANCE, common_checks, garbage_is_refused, headers, key, set, signed,
@@ -268,39 +500,31 @@ mod tests {
     /// GitHub, described as a generic sender.
     fn github_like() -> Generic {
         Generic {
-            signature_header: name("x-hub-signature-256"),
             signature_prefix: Some("sha256=".into()),
-            encoding: Encoding::Hex,
-            signed_payload: "{body}".into(),
-            timestamp_header: None,
             event_id: Some(Locator::Header(name("x-github-delivery"))),
             event_type: Some(Locator::Header(name("x-github-event"))),
+            ..Generic::new(name("x-hub-signature-256"), Encoding::Hex)
         }
     }
 
     /// Standard Webhooks, described as a generic sender.
     fn standard_like() -> Generic {
         Generic {
-            signature_header: name("webhook-signature"),
             signature_prefix: Some("v1,".into()),
-            encoding: Encoding::Base64,
             signed_payload: "{id}.{timestamp}.{body}".into(),
             timestamp_header: Some(name("webhook-timestamp")),
             event_id: Some(Locator::Header(name("webhook-id"))),
             event_type: Some(Locator::Pointer("/type".into())),
+            ..Generic::new(name("webhook-signature"), Encoding::Base64)
         }
     }
 
     /// A sender with everything in the body and no timestamp.
     fn pointer_ids() -> Generic {
         Generic {
-            signature_header: name("x-acme-signature"),
-            signature_prefix: None,
-            encoding: Encoding::Hex,
-            signed_payload: "{body}".into(),
-            timestamp_header: None,
             event_id: Some(Locator::Pointer("/id".into())),
             event_type: Some(Locator::Pointer("/kind".into())),
+            ..Generic::new(name("x-acme-signature"), Encoding::Hex)
         }
     }
 
@@ -344,9 +568,7 @@ mod tests {
     // https://github.com/standard-webhooks/standard-webhooks/blob/main/libraries/go/webhook_test.go
     // Generic keys are raw bytes, so the key is the base64-decoded secret.
     fn standard_key() -> Secret {
-        use base64::Engine;
-        let raw = base64::engine::general_purpose::STANDARD
-            .decode("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+        let raw = hmac::decode_base64_any(b"MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
             .expect("the spec's key is base64");
         key(&raw)
     }
@@ -377,12 +599,14 @@ mod tests {
                 secret_index: 0,
             })
         );
-        let lines = scheme(standard_like()).sign(
-            &standard_key(),
-            br#"{"test": 2432232314}"#,
-            Some("msg_p5jXN8AQM9LWM0D4loKWxJek"),
-            1_614_265_330,
-        );
+        let lines = scheme(standard_like())
+            .sign(
+                &standard_key(),
+                br#"{"test": 2432232314}"#,
+                Some("msg_p5jXN8AQM9LWM0D4loKWxJek"),
+                1_614_265_330,
+            )
+            .expect("HMAC senders sign");
         assert_eq!(
             lines,
             vec![
@@ -404,13 +628,10 @@ mod tests {
     #[test]
     fn slack_docs_vector_through_the_generic_config() {
         let g = Generic {
-            signature_header: name("x-slack-signature"),
             signature_prefix: Some("v0=".into()),
-            encoding: Encoding::Hex,
             signed_payload: "v0:{timestamp}:{body}".into(),
             timestamp_header: Some(name("x-slack-request-timestamp")),
-            event_id: None,
-            event_type: None,
+            ..Generic::new(name("x-slack-signature"), Encoding::Hex)
         };
         let body: &[u8] = b"token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J\
             &team_domain=testteamnow&channel_id=G8PSS9T3V&channel_name=foobar\
@@ -485,7 +706,9 @@ mod tests {
             ..pointer_ids()
         };
         let body = br#"{"id":"e"}"#;
-        let lines = scheme(g.clone()).sign(&key(b"k"), body, None, NOW);
+        let lines = scheme(g.clone())
+            .sign(&key(b"k"), body, None, NOW)
+            .expect("HMAC senders sign");
         let expected = hex::encode(hmac::tag(b"k", &[b"x{nope}", body]));
         assert_eq!(lines, vec![("x-acme-signature".to_owned(), expected)]);
         let h = signed(&scheme(g.clone()), &key(b"k"), body, None, NOW);

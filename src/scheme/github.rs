@@ -81,7 +81,9 @@ mod tests {
 
     #[test]
     fn github_docs_vector_is_what_sign_produces() {
-        let lines = Scheme::Github.sign(&key(DOC_SECRET), DOC_BODY, Some("d-1"), NOW);
+        let lines = Scheme::Github
+            .sign(&key(DOC_SECRET), DOC_BODY, Some("d-1"), NOW)
+            .expect("HMAC schemes sign");
         assert_eq!(
             lines,
             vec![

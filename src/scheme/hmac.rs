@@ -7,14 +7,25 @@
 //! `Result`: no input can make it panic.
 
 use base64::Engine;
+use base64::alphabet;
 use base64::engine::general_purpose::{STANDARD, STANDARD_PAD_INDIFFERENT};
+use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use hmac::{Hmac, KeyInit, Mac};
 use http::HeaderMap;
-use sha2::{Digest, Sha256};
+use sha1::Sha1;
+use sha2::{Digest, Sha256, Sha512};
 use subtle::{Choice, ConstantTimeEq};
 
-use super::Error;
+use super::{Algorithm, Encoding, Error, TimestampFormat};
 use crate::config::secret::Secret;
+
+/// URL-safe base64, padding optional when decoding, none when encoding.
+const URL_SAFE_INDIFFERENT: GeneralPurpose = GeneralPurpose::new(
+    &alphabet::URL_SAFE,
+    GeneralPurposeConfig::new()
+        .with_encode_padding(false)
+        .with_decode_padding_mode(DecodePaddingMode::Indifferent),
+);
 
 /// Bytes in an HMAC-SHA256 tag.
 pub(crate) const TAG_LEN: usize = 32;
@@ -193,6 +204,194 @@ pub(crate) fn random_id() -> String {
     )
 }
 
+/// HMAC with `algorithm` over the concatenation of `parts`.
+pub(crate) fn mac(algorithm: Algorithm, key: &[u8], parts: &[&[u8]]) -> Vec<u8> {
+    fn run<M: Mac + KeyInit>(key: &[u8], parts: &[&[u8]]) -> Vec<u8> {
+        // HMAC takes keys of any length; should that ever fail, an empty
+        // tag matches no candidate (candidates always have the full length).
+        match <M as KeyInit>::new_from_slice(key) {
+            Ok(mut m) => {
+                for part in parts {
+                    m.update(part);
+                }
+                m.finalize().into_bytes().to_vec()
+            }
+            Err(_) => Vec::new(),
+        }
+    }
+    match algorithm {
+        Algorithm::Sha1 => run::<Hmac<Sha1>>(key, parts),
+        Algorithm::Sha256 => tag(key, parts).to_vec(),
+        Algorithm::Sha512 => run::<Hmac<Sha512>>(key, parts),
+        // A token scheme's "signature" is the secret itself.
+        Algorithm::Token => key.to_vec(),
+    }
+}
+
+/// The index of the first key for which `expected(key)` equals any of
+/// `candidates`, compared in constant time (see [`match_key`]).
+pub(crate) fn match_with(
+    keys: &[Secret],
+    expected: impl Fn(&Secret) -> Vec<u8>,
+    candidates: &[Vec<u8>],
+) -> Result<usize, Error> {
+    let mut matched = None;
+    for (index, key) in keys.iter().enumerate() {
+        let want = expected(key);
+        let mut hit = Choice::from(0);
+        for candidate in candidates {
+            hit |= want.as_slice().ct_eq(candidate.as_slice());
+        }
+        if bool::from(hit) && matched.is_none() {
+            matched = Some(index);
+        }
+    }
+    matched.ok_or(Error::InvalidSignature)
+}
+
+/// A tag of exactly `len` bytes written in `encoding`, or `None`.
+pub(crate) fn decode_tag(encoding: Encoding, text: &[u8], len: usize) -> Option<Vec<u8>> {
+    // Bounded before decoding: hex is the longest form (2 chars a byte).
+    if text.is_empty() || text.len() > 2 * len + 4 {
+        return None;
+    }
+    let bytes = match encoding {
+        Encoding::Hex if text.len() == 2 * len => hex::decode(text).ok()?,
+        Encoding::Hex => return None,
+        Encoding::Base64 => STANDARD_PAD_INDIFFERENT.decode(text).ok()?,
+        Encoding::Base64Url => URL_SAFE_INDIFFERENT.decode(text).ok()?,
+    };
+    (bytes.len() == len).then_some(bytes)
+}
+
+/// `bytes` in `encoding`, as senders emit it (base64 padded, base64url not).
+pub(crate) fn encode(encoding: Encoding, bytes: &[u8]) -> String {
+    match encoding {
+        Encoding::Hex => hex::encode(bytes),
+        Encoding::Base64 => STANDARD.encode(bytes),
+        Encoding::Base64Url => URL_SAFE_INDIFFERENT.encode(bytes),
+    }
+}
+
+/// Bytes decoded from standard or URL-safe base64, padding optional.
+pub(crate) fn decode_base64_any(text: &[u8]) -> Option<Vec<u8>> {
+    STANDARD_PAD_INDIFFERENT
+        .decode(text)
+        .ok()
+        .or_else(|| URL_SAFE_INDIFFERENT.decode(text).ok())
+}
+
+/// A signed timestamp as unix seconds, read in `format`.
+pub(crate) fn parse_time(format: TimestampFormat, text: &[u8]) -> Option<i64> {
+    match format {
+        TimestampFormat::Seconds => parse_timestamp(text),
+        TimestampFormat::Milliseconds => parse_timestamp(text).map(|ms| ms.div_euclid(1000)),
+        TimestampFormat::Rfc3339 => parse_rfc3339(text),
+    }
+}
+
+/// `timestamp` written in `format` (RFC 3339 in UTC, whole seconds).
+pub(crate) fn format_time(format: TimestampFormat, timestamp: i64) -> String {
+    match format {
+        TimestampFormat::Seconds => timestamp.to_string(),
+        TimestampFormat::Milliseconds => timestamp.saturating_mul(1000).to_string(),
+        TimestampFormat::Rfc3339 => {
+            let days = timestamp.div_euclid(86_400);
+            let secs = timestamp.rem_euclid(86_400);
+            let (y, m, d) = civil_from_days(days);
+            format!(
+                "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+                secs / 3600,
+                secs / 60 % 60,
+                secs % 60
+            )
+        }
+    }
+}
+
+/// `YYYY-MM-DDTHH:MM:SS[.fraction][Z|±HH:MM]` as unix seconds (fraction
+/// dropped). A time without a zone is taken as UTC, as some senders write
+/// it that way. Anything else is `None`.
+pub(crate) fn parse_rfc3339(text: &[u8]) -> Option<i64> {
+    fn num(bytes: &[u8]) -> Option<i64> {
+        if bytes.is_empty() || !bytes.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        std::str::from_utf8(bytes).ok()?.parse().ok()
+    }
+    if text.len() < 19 || text.len() > 64 {
+        return None;
+    }
+    let sep = |i: usize, c: &[u8]| c.contains(&text[i]);
+    if !(sep(4, b"-") && sep(7, b"-") && sep(10, b"Tt ") && sep(13, b":") && sep(16, b":")) {
+        return None;
+    }
+    let (year, month, day) = (num(&text[0..4])?, num(&text[5..7])?, num(&text[8..10])?);
+    let (hour, minute, second) = (
+        num(&text[11..13])?,
+        num(&text[14..16])?,
+        num(&text[17..19])?,
+    );
+    let days_in_month = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        2 => 28,
+        _ => return None,
+    };
+    if day < 1 || day > days_in_month || hour > 23 || minute > 59 || second > 60 {
+        return None;
+    }
+    let mut rest = &text[19..];
+    if let Some(frac) = rest.strip_prefix(b".") {
+        let digits = frac.iter().take_while(|b| b.is_ascii_digit()).count();
+        if digits == 0 {
+            return None;
+        }
+        rest = &frac[digits..];
+    }
+    let offset = match rest {
+        b"" | b"Z" | b"z" => 0,
+        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
+            let (h, m) = (num(&[*h1, *h2])?, num(&[*m1, *m2])?);
+            if h > 23 || m > 59 {
+                return None;
+            }
+            let secs = h * 3600 + m * 60;
+            if *sign == b'+' { secs } else { -secs }
+        }
+        _ => return None,
+    };
+    let days = days_from_civil(year, month, day);
+    Some(days * 86_400 + hour * 3600 + minute * 60 + second - offset)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
+/// `days_from_civil`).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The inverse of [`days_from_civil`].
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -340,5 +539,85 @@ mod tests {
         assert_eq!(id.len(), 36);
         assert_eq!(&id[14..15], "4");
         assert_ne!(id, random_id());
+    }
+
+    #[test]
+    fn rfc3339_times() {
+        assert_eq!(parse_rfc3339(b"1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(parse_rfc3339(b"2022-01-31T23:59:59Z"), Some(1_643_673_599));
+        assert_eq!(
+            parse_rfc3339(b"2020-01-01T00:00:00-07:00"),
+            Some(1_577_862_000)
+        );
+        assert_eq!(
+            parse_rfc3339(b"2019-11-16T10:11:12.634234626Z"),
+            Some(1_573_899_072)
+        );
+        assert_eq!(
+            parse_rfc3339(b"2024-03-27T15:42:29.551"),
+            Some(1_711_554_149)
+        );
+        assert_eq!(
+            parse_rfc3339(b"2024-02-29T00:00:00+01:30"),
+            Some(1_709_159_400)
+        );
+        for bad in [
+            &b""[..],
+            b"2024-02-30T00:00:00Z",
+            b"2023-02-29T00:00:00Z",
+            b"2024-13-01T00:00:00Z",
+            b"2024-01-01T24:00:00Z",
+            b"2024-01-01T00:00:00.Z",
+            b"2024-01-01T00:00:00+0100",
+            b"2024-01-01T00:00:00Zjunk",
+            b"+024-01-01T00:00:00Z",
+            b"\xff\xff\xff\xff-01-01T00:00:00Z",
+        ] {
+            assert_eq!(parse_rfc3339(bad), None, "{}", String::from_utf8_lossy(bad));
+        }
+        for t in [0, 1_643_673_599, 951_782_400, -86_400, 4_102_444_800] {
+            let text = format_time(TimestampFormat::Rfc3339, t);
+            assert_eq!(parse_rfc3339(text.as_bytes()), Some(t), "{text}");
+        }
+        assert_eq!(
+            format_time(TimestampFormat::Rfc3339, 1_643_673_599),
+            "2022-01-31T23:59:59Z"
+        );
+    }
+
+    #[test]
+    fn macs_of_each_algorithm() {
+        // RFC 2202 §3 test case 2 (HMAC-SHA1) and RFC 4231 §4.3 test case 2 (HMAC-SHA512).
+        assert_eq!(
+            hex::encode(mac(
+                Algorithm::Sha1,
+                b"Jefe",
+                &[b"what do ya want ", b"for nothing?"]
+            )),
+            "effcdf6ae5eb2fa2d27416d5f184df9c259a7c79"
+        );
+        assert_eq!(
+            hex::encode(mac(
+                Algorithm::Sha512,
+                b"Jefe",
+                &[b"what do ya want for nothing?"]
+            )),
+            "164b7a7bfcf819e2e395fbe73b56e0a387bd64222e831fd610270cd7ea2505549758bf75c05a994a6d034f65f8f0e6fdcaeab1a34d4a6b4b636e070a38bce737"
+        );
+    }
+
+    #[test]
+    fn tags_in_every_encoding() {
+        let t = mac(Algorithm::Sha1, b"k", &[b"m"]);
+        for enc in [Encoding::Hex, Encoding::Base64, Encoding::Base64Url] {
+            let text = encode(enc, &t);
+            assert_eq!(
+                decode_tag(enc, text.as_bytes(), 20),
+                Some(t.clone()),
+                "{text}"
+            );
+            assert_eq!(decode_tag(enc, text.as_bytes(), 32), None);
+            assert_eq!(decode_tag(enc, &[b'a'; 300], 20), None);
+        }
     }
 }

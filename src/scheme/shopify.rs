@@ -59,10 +59,11 @@ mod tests {
     };
     use super::*;
 
-    // Shopify publishes the algorithm (base64 HMAC-SHA256 of the raw body
-    // keyed with the app's client secret) but no test vector:
+    // Shopify's documentation gives the algorithm (base64 HMAC-SHA256 of the
+    // raw body keyed with the app's client secret) but no vector:
     // https://shopify.dev/docs/apps/build/webhooks/subscribe/https
-    // This one was computed independently with Python's standard library:
+    // The published vector is `sdk_vector_verifies` below; this second one was
+    // computed independently with Python's standard library:
     //   python3 -c 'import hmac,hashlib,base64; print(base64.b64encode(hmac.new(
     //     b"my_client_secret", b"{\"id\":820982911946154508,\"email\":\"jon@example.com\"}",
     //     hashlib.sha256).digest()).decode())'
@@ -94,9 +95,50 @@ mod tests {
         );
     }
 
+    // Shopify/shopify-api-js packages/shopify-api/lib/webhooks/__tests__/validate.test.ts
+    // ("returns true for valid request"): the body `{"foo": "bar"}` under the test config's
+    // `apiSecretKey` "test_secret_key" (lib/__tests__/test-config.ts), with the headers of
+    // webhooks/__tests__/utils.ts; the expected HMAC is written out in the test.
+    #[test]
+    fn sdk_vector_verifies() {
+        let h = headers(&[
+            ("X-Shopify-API-Version", "2023-01"),
+            ("X-Shopify-Shop-Domain", "shop1.myshopify.io"),
+            (
+                "X-Shopify-Hmac-Sha256",
+                "B23tXN681gZ0qIWNRrgtzBE9XSDo5yaUu6wfmhu3a7g=",
+            ),
+            ("X-Shopify-Topic", "products/create"),
+            ("X-Shopify-Webhook-Id", "123456789"),
+        ]);
+        let body = br#"{"foo": "bar"}"#;
+        let got = Scheme::Shopify.verify(&[key(b"test_secret_key")], TOLERANCE, &h, body, NOW);
+        assert_eq!(
+            got,
+            Ok(Verified {
+                event_id: "123456789".into(),
+                event_type: Some("products/create".into()),
+                timestamp: None,
+                secret_index: 0,
+            })
+        );
+        let wrong = Scheme::Shopify.verify(&[key(b"test_secret_kez")], TOLERANCE, &h, body, NOW);
+        assert_eq!(wrong, Err(Error::InvalidSignature));
+        let tampered = Scheme::Shopify.verify(
+            &[key(b"test_secret_key")],
+            TOLERANCE,
+            &h,
+            br#"{"foo": "baz"}"#,
+            NOW,
+        );
+        assert_eq!(tampered, Err(Error::InvalidSignature));
+    }
+
     #[test]
     fn independent_vector_is_what_sign_produces() {
-        let lines = Scheme::Shopify.sign(&key(SECRET), BODY, Some("w-1"), NOW);
+        let lines = Scheme::Shopify
+            .sign(&key(SECRET), BODY, Some("w-1"), NOW)
+            .expect("HMAC schemes sign");
         assert_eq!(
             lines,
             vec![

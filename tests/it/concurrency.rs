@@ -59,7 +59,9 @@ fn assert_one_forwarded(responses: &[Resp], event_id: &str) {
     );
 }
 
-async fn hundred_copies_reach_the_app_once(store: StoreSpec) {
+/// 100 identical requests at once through one process: the app sees one.
+/// (`cluster` runs it on Redis Cluster.)
+pub(crate) async fn hundred_copies_reach_the_app_once(store: StoreSpec) {
     let upstream = Upstream::start().await;
     // Slow enough that the copies overlap the one being forwarded.
     upstream.set_reply(Reply::default().delay(Duration::from_millis(300)));
@@ -139,10 +141,16 @@ async fn many_events_each_sent_twice_at_once_are_each_forwarded_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_replicas_sharing_one_redis_forward_an_event_once() {
     let redis = RedisServer::start();
+    two_replicas_forward_an_event_once(StoreSpec::Redis(redis.url())).await;
+}
+
+/// Two processes sharing `store`: one after the other, while one copy is at
+/// the app, and in a burst on both. (`cluster` runs it on Redis Cluster.)
+pub(crate) async fn two_replicas_forward_an_event_once(store: StoreSpec) {
     let upstream = Upstream::start().await;
     let stripe = SourceSpec::stripe();
     let config = ConfigBuilder::new(&upstream.url())
-        .redis(&redis.url())
+        .store(store)
         .source(stripe.clone())
         .toml();
     let a = Hookgate::start(&config).await;

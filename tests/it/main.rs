@@ -5,6 +5,7 @@
 //! - `pipeline`: each row of the DESIGN §3 status table, in forward mode.
 //! - `forwarding`: what the app receives, byte for byte.
 //! - `schemes`: every built-in scheme (and a generic one) end to end.
+//! - `handshakes`: provider endpoint checks answered by hookgate.
 //! - `concurrency`: many copies of one event, several replicas.
 //! - `redis_store`: Redis going away and coming back, the key layout, cluster.
 //! - `store`: the store backends against a real Redis.
@@ -13,6 +14,13 @@
 //! - `reload`: SIGHUP, refused configs, rotated secret files.
 //! - `logs`: request log lines, secrets never printed.
 //! - `shutdown`: SIGTERM / SIGINT drain.
+//! - `hostile`: slow clients, sizes, ambiguous framing, odd bytes, ids and
+//!   timestamps, spoofed headers, connection floods.
+//! - `cluster`: the store-related tests again on a 3-master Redis Cluster.
+//! - `faults`: fault scenarios under load with retrying senders (`FAULT-RESULT`).
+//! - `properties`: sign/verify round trips and single-byte tampering, every scheme.
+//! - `store_failure`: `on_store_error`, and a commit that fails after the app's 2xx.
+//! - `secrets`: no secret in any output, even at trace level.
 //! - `ordering`: the version gate, forward and queue, two versions at once.
 //! - `queue`: queue delivery: ack after enqueue, retries, 4xx, SIGKILL, replicas.
 //! - `dlq`: dead letters in both modes, `hookgate dlq`, the admin endpoints.
@@ -22,18 +30,25 @@ mod support;
 
 mod admin;
 mod cli;
+mod cluster;
 mod concurrency;
 mod delivery_kit;
 mod dlq;
+mod faults;
 mod forwarding;
+mod handshakes;
+mod hostile;
 mod logs;
 mod ordering;
 mod pipeline;
+mod properties;
 mod queue;
 mod redis_store;
 mod reload;
 mod rotation;
 mod schemes;
+mod secrets;
 mod shutdown;
 mod store;
+mod store_failure;
 mod tls;

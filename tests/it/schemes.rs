@@ -228,20 +228,20 @@ async fn slack_bodies_without_an_event_id_use_the_body_hash() {
         .await
         .assert_duplicate(&command_id);
 
+    // The signed url_verification handshake is answered by hookgate itself.
     let challenge = Event::json(
         "",
         Some("url_verification"),
         json!({ "type": "url_verification", "token": "x", "challenge": "c-123" }),
     );
-    let challenge_id = sha256_hex(&challenge.body);
-    gate.send(&slack, &challenge).await.assert_app_ok();
+    gate.send(&slack, &challenge)
+        .await
+        .assert_json(200, json!({ "challenge": "c-123" }));
 
-    let seen = upstream.wait_for(2).await;
-    assert_eq!(seen.len(), 2);
+    let seen = upstream.wait_for(1).await;
+    assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].header("x-verified-event-id"), command_id);
     assert_eq!(seen[0].body.as_ref(), command.body.as_slice());
-    assert_eq!(seen[1].header("x-verified-event-id"), challenge_id);
-    assert_eq!(seen[1].header("x-verified-event-type"), "url_verification");
 }
 
 #[tokio::test]

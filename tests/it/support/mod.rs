@@ -329,6 +329,8 @@ pub struct SourceSpec {
     pub secret_values: Vec<String>,
     pub tolerance: Option<String>,
     pub event_types: Vec<String>,
+    /// Raw `key = value` lines written with the source's own keys.
+    pub extra_keys: String,
     /// Raw TOML written after the source's keys (its `[source.generic]` table).
     pub extra_toml: String,
 }
@@ -343,12 +345,20 @@ impl SourceSpec {
             secret_values: vec![secret.to_owned()],
             tolerance: None,
             event_types: Vec::new(),
+            extra_keys: String::new(),
             extra_toml: String::new(),
         }
     }
 
     pub fn stripe() -> SourceSpec {
         SourceSpec::new("stripe", Scheme::Stripe, STRIPE_SECRET).tolerance("5m")
+    }
+
+    /// A source of catalog provider `name` (one that signs no URL).
+    pub fn provider(name: &str, secret: &str) -> SourceSpec {
+        let scheme = Scheme::by_name(name, None)
+            .unwrap_or_else(|| panic!("{name} is not a catalog provider"));
+        SourceSpec::new(name, scheme, secret)
     }
 
     pub fn github() -> SourceSpec {
@@ -371,13 +381,12 @@ impl SourceSpec {
     /// id in a header, type at a JSON pointer.
     pub fn acme() -> SourceSpec {
         let generic = Generic {
-            signature_header: HeaderName::from_static("x-acme-signature"),
             signature_prefix: Some("sha256=".to_owned()),
-            encoding: Encoding::Hex,
             signed_payload: "{id}.{timestamp}.{body}".to_owned(),
             timestamp_header: Some(HeaderName::from_static("x-acme-timestamp")),
             event_id: Some(Locator::Header(HeaderName::from_static("x-acme-delivery"))),
             event_type: Some(Locator::Pointer("/kind".to_owned())),
+            ..Generic::new(HeaderName::from_static("x-acme-signature"), Encoding::Hex)
         };
         let mut spec = SourceSpec::new("acme", Scheme::Generic(Box::new(generic)), ACME_SECRET)
             .tolerance("5m");
@@ -398,15 +407,10 @@ event_type = { pointer = "/kind" }
     /// A `generic` sender with no event type and no event id: base64 HMAC of
     /// the body alone, so the id is the body's SHA-256.
     pub fn bare() -> SourceSpec {
-        let generic = Generic {
-            signature_header: HeaderName::from_static("x-bare-signature"),
-            signature_prefix: None,
-            encoding: Encoding::Base64,
-            signed_payload: "{body}".to_owned(),
-            timestamp_header: None,
-            event_id: None,
-            event_type: None,
-        };
+        let generic = Generic::new(
+            HeaderName::from_static("x-bare-signature"),
+            Encoding::Base64,
+        );
         let mut spec = SourceSpec::new("bare", Scheme::Generic(Box::new(generic)), ACME_SECRET);
         spec.extra_toml = r#"
 [source.generic]
@@ -448,6 +452,13 @@ encoding = "base64"
 
     pub fn event_types(mut self, patterns: &[&str]) -> SourceSpec {
         self.event_types = patterns.iter().map(|p| (*p).to_owned()).collect();
+        self
+    }
+
+    /// Adds a raw `key = value` line to the source's table.
+    pub fn key(mut self, line: &str) -> SourceSpec {
+        self.extra_keys.push_str(line);
+        self.extra_keys.push('\n');
         self
     }
 
@@ -498,6 +509,7 @@ encoding = "base64"
             let types: Vec<String> = self.event_types.iter().map(|t| toml_str(t)).collect();
             out += &format!("event_types = [{}]\n", types.join(", "));
         }
+        out += &self.extra_keys;
         out += &self.extra_toml;
         out
     }
@@ -553,6 +565,7 @@ encoding = "base64"
                 }
                 event
             }
+            other => panic!("no typical event for scheme {}", other.name()),
         }
     }
 
@@ -608,7 +621,9 @@ pub fn sign_raw(
     let key = scheme
         .prepare_key(&Secret::new(secret.as_bytes()))
         .unwrap_or_else(|e| panic!("test secret unusable for {}: {e}", scheme.name()));
-    scheme.sign(&key, body, id, timestamp)
+    scheme
+        .sign(&key, body, id, timestamp)
+        .unwrap_or_else(|e| panic!("{} cannot sign: {e}", scheme.name()))
 }
 
 /// `signed` plus `extra`, where an `extra` header replaces a signed one of the same name.
@@ -704,6 +719,8 @@ pub struct ConfigBuilder {
     pub store: StoreSpec,
     pub nonce_ttl: Option<String>,
     pub key_prefix: Option<String>,
+    /// Raw `key = value` lines added to `[server]`.
+    pub server_keys: String,
     pub sources: Vec<SourceSpec>,
 }
 
@@ -717,6 +734,7 @@ impl ConfigBuilder {
             store: StoreSpec::Memory,
             nonce_ttl: None,
             key_prefix: None,
+            server_keys: String::new(),
             sources: Vec::new(),
         }
     }
@@ -765,8 +783,16 @@ impl ConfigBuilder {
         self
     }
 
+    /// Adds a raw `key = value` line to `[server]`.
+    pub fn server_key(mut self, line: &str) -> ConfigBuilder {
+        self.server_keys.push_str(line);
+        self.server_keys.push('\n');
+        self
+    }
+
     pub fn toml(&self) -> String {
         let mut out = String::from("[server]\nlisten = \"127.0.0.1:0\"\n");
+        out += &self.server_keys;
         out += &format!("upstream = {}\n", toml_str(&self.upstream));
         out += &format!("upstream_timeout = {}\n", toml_str(&self.upstream_timeout));
         if let Some(max) = self.max_body_bytes {

@@ -26,6 +26,9 @@ pub struct RedisServer {
     /// Cluster bus port, for nodes of a [`RedisCluster`].
     bus_port: Option<u16>,
     password: Option<String>,
+    /// Append-only file with `appendfsync always`: a restart keeps every
+    /// write the server acknowledged, as a production store would.
+    persistent: bool,
     child: Option<Child>,
     dir: TempDir,
 }
@@ -33,21 +36,28 @@ pub struct RedisServer {
 impl RedisServer {
     /// Starts a standalone server on a free port and waits until it answers.
     pub fn start() -> RedisServer {
-        RedisServer::start_inner(None, false)
+        RedisServer::start_inner(None, false, false)
     }
 
     /// Starts a standalone server that requires `password` (`requirepass`).
     pub fn start_with_password(password: &str) -> RedisServer {
-        RedisServer::start_inner(Some(password.to_string()), false)
+        RedisServer::start_inner(Some(password.to_string()), false, false)
     }
 
-    fn start_inner(password: Option<String>, cluster: bool) -> RedisServer {
+    /// Starts a standalone server with an fsync-always append-only file, so
+    /// [`RedisServer::restart`] brings back everything it acknowledged.
+    pub fn start_persistent() -> RedisServer {
+        RedisServer::start_inner(None, false, true)
+    }
+
+    fn start_inner(password: Option<String>, cluster: bool, persistent: bool) -> RedisServer {
         let mut last_failure = String::new();
         for _ in 0..START_ATTEMPTS {
             let mut server = RedisServer {
                 port: free_port(),
                 bus_port: cluster.then(free_port),
                 password: password.clone(),
+                persistent,
                 child: None,
                 dir: TempDir::new("redis"),
             };
@@ -82,7 +92,8 @@ impl RedisServer {
         }
     }
 
-    /// Starts the server again on the same port (and directory), empty.
+    /// Starts the server again on the same port (and directory): empty, or
+    /// with its data for a persistent server.
     pub fn restart(&mut self) {
         self.stop();
         self.spawn();
@@ -135,13 +146,18 @@ impl RedisServer {
         let mut command = Command::new("redis-server");
         command
             .args(["--bind", "127.0.0.1", "--port", &port])
-            .args(["--save", "", "--appendonly", "no"])
+            .args(["--save", ""])
             .args(["--dir", &dir])
             .arg("--logfile")
             .arg(&logfile)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
+        if self.persistent {
+            command.args(["--appendonly", "yes", "--appendfsync", "always"]);
+        } else {
+            command.args(["--appendonly", "no"]);
+        }
         if let Some(password) = &self.password {
             command.args(["--requirepass", password]);
         }
@@ -214,9 +230,19 @@ pub struct RedisCluster {
 
 impl RedisCluster {
     pub fn start(masters: usize) -> RedisCluster {
+        RedisCluster::start_inner(masters, false)
+    }
+
+    /// A cluster whose nodes keep an fsync-always append-only file, so a
+    /// restarted node comes back with its keys.
+    pub fn start_persistent(masters: usize) -> RedisCluster {
+        RedisCluster::start_inner(masters, true)
+    }
+
+    fn start_inner(masters: usize, persistent: bool) -> RedisCluster {
         assert!(masters >= 3, "Redis Cluster needs at least 3 masters");
         let nodes: Vec<RedisServer> = (0..masters)
-            .map(|_| RedisServer::start_inner(None, true))
+            .map(|_| RedisServer::start_inner(None, true, persistent))
             .collect();
         let mut create = Command::new("redis-cli");
         create.arg("--cluster").arg("create");
@@ -266,6 +292,73 @@ impl RedisCluster {
             }
         }
         self.wait_ok();
+    }
+
+    /// Kills node `index` (SIGKILL); the others keep running.
+    pub fn stop_node(&mut self, index: usize) {
+        self.nodes[index].stop();
+    }
+
+    /// Starts node `index` again on its ports; it rejoins from its
+    /// `nodes.conf`. Waits until the whole cluster is healthy.
+    pub fn restart_node(&mut self, index: usize) {
+        let node = &mut self.nodes[index];
+        node.spawn();
+        if let Err(failure) = node.wait_ready() {
+            panic!(
+                "cluster node did not restart on port {}: {failure}",
+                node.port
+            );
+        }
+        self.wait_ok();
+    }
+
+    /// The hash slot of `key` (`CLUSTER KEYSLOT`, asked of a running node).
+    pub fn slot_of(&self, key: &str) -> u16 {
+        let node = self
+            .nodes
+            .iter()
+            .find(|n| n.child.is_some())
+            .expect("a running node");
+        let mut conn = node.client();
+        redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(key)
+            .query(&mut conn)
+            .expect("CLUSTER KEYSLOT")
+    }
+
+    /// The slot ranges node `index` serves, from its own `CLUSTER SHARDS`
+    /// view as `CLUSTER SLOTS` (start, end, port of the master).
+    pub fn slots_of_node(&self, index: usize) -> Vec<(u16, u16)> {
+        let port = self.nodes[index].port;
+        let mut conn = self.nodes[index].client();
+        let slots: Vec<redis::Value> = redis::cmd("CLUSTER")
+            .arg("SLOTS")
+            .query(&mut conn)
+            .expect("CLUSTER SLOTS");
+        let mut out = Vec::new();
+        for range in slots {
+            let redis::Value::Array(items) = range else {
+                continue;
+            };
+            let (Some(redis::Value::Int(start)), Some(redis::Value::Int(end))) =
+                (items.first(), items.get(1))
+            else {
+                continue;
+            };
+            let master_port = match items.get(2) {
+                Some(redis::Value::Array(master)) => match master.get(1) {
+                    Some(redis::Value::Int(p)) => *p,
+                    _ => continue,
+                },
+                _ => continue,
+            };
+            if master_port == i64::from(port) {
+                out.push((*start as u16, *end as u16));
+            }
+        }
+        out
     }
 
     /// Waits until every node reports `cluster_state:ok` with all slots served.

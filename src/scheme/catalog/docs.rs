@@ -1,0 +1,436 @@
+//! Renders `docs/providers.md` from the catalog and checks the committed
+//! file matches; `HOOKGATE_WRITE_DOCS=1 cargo test --lib scheme::catalog`
+//! rewrites it.
+
+use std::fmt::Write as _;
+
+use super::super::{Algorithm, Encoding, SecretEncoding, TimestampFormat};
+use super::{Loc, PRESETS, Preset};
+
+/// A provider whose scheme is code rather than a preset.
+struct Coded {
+    name: &'static str,
+    provider: &'static str,
+    headers: &'static str,
+    signed: &'static str,
+    algorithm: &'static str,
+    tolerance: &'static str,
+    id: &'static str,
+    kind: &'static str,
+    handshake: &'static str,
+    vector: &'static str,
+    /// Whether `vector` was published (docs, SDK, standard) rather than
+    /// computed by our own cross-check.
+    published: bool,
+}
+
+const CODED: &[Coded] = &[
+    Coded {
+        name: "stripe",
+        provider: "Stripe",
+        headers: "`Stripe-Signature: t=…,v1=…[,v1=…]`",
+        signed: "`{t}.{body}`",
+        algorithm: "HMAC-SHA256, hex; secret `whsec_…` used as is",
+        tolerance: "5m (default)",
+        id: "body `/id`",
+        kind: "body `/type`",
+        handshake: "—",
+        vector: "SDK test: stripe/stripe-dotnet src/StripeTests/Services/Events/EventUtilityTest.cs",
+        published: true,
+    },
+    Coded {
+        name: "github",
+        provider: "GitHub",
+        headers: "`X-Hub-Signature-256: sha256=…`",
+        signed: "`{body}`",
+        algorithm: "HMAC-SHA256, hex",
+        tolerance: "— (no signed time)",
+        id: "header `X-GitHub-Delivery`",
+        kind: "header `X-GitHub-Event`",
+        handshake: "—",
+        vector: "docs: https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries#testing-the-webhook-payload-validation",
+        published: true,
+    },
+    Coded {
+        name: "shopify",
+        provider: "Shopify",
+        headers: "`X-Shopify-Hmac-Sha256` (or without `X-`)",
+        signed: "`{body}`",
+        algorithm: "HMAC-SHA256, base64",
+        tolerance: "— (no signed time)",
+        id: "header `X-Shopify-Webhook-Id`",
+        kind: "header `X-Shopify-Topic`",
+        handshake: "—",
+        vector: "SDK test: Shopify/shopify-api-js packages/shopify-api/lib/webhooks/__tests__/validate.test.ts (secret from lib/__tests__/test-config.ts)",
+        published: true,
+    },
+    Coded {
+        name: "slack",
+        provider: "Slack",
+        headers: "`X-Slack-Signature: v0=…`, `X-Slack-Request-Timestamp`",
+        signed: "`v0:{timestamp}:{body}`",
+        algorithm: "HMAC-SHA256, hex",
+        tolerance: "5m (default)",
+        id: "body `/event_id`, else SHA-256 of body",
+        kind: "body `/event/type`, else `/type`",
+        handshake: "signed `url_verification` POST → `{\"challenge\"}`",
+        vector: "docs: https://api.slack.com/authentication/verifying-requests-from-slack",
+        published: true,
+    },
+    Coded {
+        name: "standard",
+        provider: "Standard Webhooks (webhook-* or svix-*)",
+        headers: "`webhook-signature: v1,… [v1,…]`, `webhook-timestamp`, `webhook-id`",
+        signed: "`{id}.{timestamp}.{body}`",
+        algorithm: "HMAC-SHA256, base64; secret `whsec_` + base64",
+        tolerance: "5m (default)",
+        id: "header `webhook-id`",
+        kind: "body `/type`",
+        handshake: "—",
+        vector: "shared: standard-webhooks/standard-webhooks libraries/go/webhook_test.go",
+        published: true,
+    },
+    Coded {
+        name: "twilio",
+        provider: "Twilio",
+        headers: "`X-Twilio-Signature`",
+        signed: "`{url}` + sorted form parameters `name` + `value` (needs `public_url`)",
+        algorithm: "HMAC-SHA1, base64 (key: auth token)",
+        tolerance: "— (no signed time)",
+        id: "header `I-Twilio-Idempotency-Token`, else SHA-256 of body",
+        kind: "—",
+        handshake: "—",
+        vector: "SDK test: twilio/twilio-python tests/unit/test_request_validator.py",
+        published: true,
+    },
+    Coded {
+        name: "sendgrid",
+        provider: "SendGrid Event Webhook",
+        headers: "`X-Twilio-Email-Event-Webhook-Signature`, `X-Twilio-Email-Event-Webhook-Timestamp`",
+        signed: "`{timestamp}{body}`",
+        algorithm: "ECDSA P-256 / SHA-256, DER base64; secret = verification key (SPKI base64 or PEM)",
+        tolerance: "5m (default)",
+        id: "SHA-256 of body (a batch)",
+        kind: "—",
+        handshake: "—",
+        vector: "SDK test: sendgrid/sendgrid-python test/unit/test_eventwebhook.py",
+        published: true,
+    },
+    Coded {
+        name: "discord",
+        provider: "Discord interactions",
+        headers: "`X-Signature-Ed25519`, `X-Signature-Timestamp`",
+        signed: "`{timestamp}{body}`",
+        algorithm: "Ed25519, hex; secret = application public key (64 hex)",
+        tolerance: "5m (default)",
+        id: "body `/id`, else SHA-256 of body",
+        kind: "body `/type` (number)",
+        handshake: "signed PING (`type` 1) → `{\"type\":1}`",
+        vector: "no published vector; signed with Python `cryptography` and the RFC 8032 test key (see discord.rs)",
+        published: false,
+    },
+    Coded {
+        name: "metronome",
+        provider: "Metronome",
+        headers: "`Metronome-Webhook-Signature`, `Date` (HTTP date)",
+        signed: "`{Date}` + newline + `{body}`",
+        algorithm: "HMAC-SHA256, hex",
+        tolerance: "5m (default; Metronome's SDKs use 5m)",
+        id: "body `/id`",
+        kind: "body `/type`",
+        handshake: "—",
+        vector: "SDK test: Metronome-Industries/metronome-node tests/api-resources/webhooks.test.ts",
+        published: true,
+    },
+    Coded {
+        name: "mailgun",
+        provider: "Mailgun",
+        headers: "— (body `/signature/{timestamp,token,signature}`)",
+        signed: "`{timestamp}{token}` from the body; the event itself is not signed by Mailgun",
+        algorithm: "HMAC-SHA256, hex (key: HTTP webhook signing key)",
+        tolerance: "5m (default)",
+        id: "body `/event-data/id`, else the token",
+        kind: "body `/event-data/event`",
+        handshake: "—",
+        vector: "SDK test: mailgun/mailgun-php tests/Api/WebhookTest.php (testVerifyWebhookGood)",
+        published: true,
+    },
+    Coded {
+        name: "messagebird",
+        provider: "MessageBird (Bird)",
+        headers: "`MessageBird-Signature-JWT` (a JWT)",
+        signed: "JWT claims `url_hash` = SHA-256 of `{url}`, `payload_hash` = SHA-256 of `{body}` (needs `public_url`)",
+        algorithm: "HMAC JWT (HS256, HS384, HS512); `iss` `MessageBird`; key: signing key",
+        tolerance: "5m (default) around `nbf`",
+        id: "SHA-256 of body (`jti` when empty)",
+        kind: "body `/type`",
+        handshake: "—",
+        vector: "SDK test: messagebird/go-rest-api signature_jwt/testdata/reference.json (read by signature_jwt/signature_test.go)",
+        published: true,
+    },
+    Coded {
+        name: "adyen",
+        provider: "Adyen standard notifications (payments)",
+        headers: "— (body `/notificationItems/*/NotificationRequestItem/additionalData/hmacSignature`)",
+        signed: "each item's `pspReference:originalReference:merchantAccountCode:merchantReference:value:currency:eventCode:success`; other fields are not signed by Adyen",
+        algorithm: "HMAC-SHA256, base64; secret hex (HMAC key)",
+        tolerance: "— (no signed time)",
+        id: "`pspReference:eventCode:success` of a single item, else SHA-256 of body",
+        kind: "`eventCode` of a single item",
+        handshake: "—",
+        vector: "SDK test: Adyen/adyen-python-api-library test/test_util.py (test_notification_request_item_hmac, test_webhooks_with_slashes with test/mocks/util/)",
+        published: true,
+    },
+    Coded {
+        name: "plivo",
+        provider: "Plivo Voice (signature V3)",
+        headers: "`X-Plivo-Signature-V3: …[,…]`, `X-Plivo-Signature-V3-Nonce`",
+        signed: "`{url}` without query + `?` + sorted query `k=v&…` + `.` + sorted form parameters `k` + `v` + `.` + nonce (needs `public_url`)",
+        algorithm: "HMAC-SHA256, base64 (key: auth token)",
+        tolerance: "— (no signed time)",
+        id: "SHA-256 of body",
+        kind: "form parameter `Event`",
+        handshake: "—",
+        vector: "SDK test: plivo/plivo-go utils_test.go (TestValidateSignatureV3Pass1, TestValidateSignatureV3Pass3)",
+        published: true,
+    },
+    Coded {
+        name: "sinch-voice",
+        provider: "Sinch Voice and Verification callbacks",
+        headers: "`Authorization: Application <key>:…`, `x-timestamp`, `Content-Type`",
+        signed: "lines `POST`, base64 MD5 of `{body}`, `{Content-Type}`, `x-timestamp:{timestamp}`, path of `{url}` (needs `public_url`)",
+        algorithm: "HMAC-SHA256, base64; secret base64 (application secret)",
+        tolerance: "5m (default)",
+        id: "SHA-256 of body",
+        kind: "body `/event`",
+        handshake: "—",
+        vector: "docs: https://developers.sinch.com/docs/voice/api-reference/authentication/callback-signed-request (its example)",
+        published: true,
+    },
+];
+
+fn loc(l: Option<Loc>) -> String {
+    match l {
+        None => "—".to_owned(),
+        Some(Loc::Header(h)) => format!("header `{h}`"),
+        Some(Loc::Pointer(p)) => format!("body `{p}`"),
+    }
+}
+
+fn headers(p: &Preset) -> String {
+    let value = |h: &str| -> String {
+        let prefix = p.signature_prefix.unwrap_or("");
+        match (p.signature_key, p.timestamp_key, p.signature_delimiter) {
+            (Some(k), Some(t), Some(d)) => format!("`{h}: {t}=…{d}{k}={prefix}…`"),
+            (Some(k), None, Some(d)) => format!("`{h}: {k}={prefix}…[{d}…]`"),
+            (None, _, Some(d)) => format!("`{h}: {prefix}…[{d}{prefix}…]`"),
+            _ if p.algorithm == Algorithm::Token => format!("`{h}: {prefix}<secret>`"),
+            _ => format!("`{h}: {prefix}…`"),
+        }
+    };
+    let mut parts: Vec<String> = p.signature_headers.iter().map(|h| value(h)).collect();
+    if let Some(t) = p.timestamp_header {
+        parts.push(format!("`{t}`"));
+    }
+    parts.join(", ")
+}
+
+fn algorithm(p: &Preset) -> String {
+    let mac = match p.algorithm {
+        Algorithm::Sha1 => "HMAC-SHA1",
+        Algorithm::Sha256 => "HMAC-SHA256",
+        Algorithm::Sha512 => "HMAC-SHA512",
+        Algorithm::Token => {
+            return "shared token, constant-time compare (body not signed)".to_owned();
+        }
+    };
+    let enc = match p.encoding {
+        Encoding::Hex => "hex",
+        Encoding::Base64 => "base64",
+        Encoding::Base64Url => "base64url",
+    };
+    let secret = match (p.secret_encoding, p.secret_prefix) {
+        (SecretEncoding::Raw, _) => String::new(),
+        (SecretEncoding::Base64, Some(pre)) => format!("; secret `{pre}` + base64"),
+        (SecretEncoding::Base64, None) => "; secret base64".to_owned(),
+        (SecretEncoding::Hex, _) => "; secret hex".to_owned(),
+    };
+    format!("{mac}, {enc}{secret}")
+}
+
+fn signed(p: &Preset) -> String {
+    if p.algorithm == Algorithm::Token {
+        return "— (the header is the secret)".to_owned();
+    }
+    let fmt = match p.timestamp_format {
+        TimestampFormat::Seconds => "",
+        TimestampFormat::Milliseconds => " (timestamp in ms)",
+        TimestampFormat::Rfc3339 => " (timestamp RFC 3339)",
+    };
+    let url = if p.signed_payload.contains("{url}") {
+        " (needs `public_url`)"
+    } else {
+        ""
+    };
+    format!("`{}`{fmt}{url}", p.signed_payload)
+}
+
+fn tolerance(p: &Preset) -> String {
+    if p.timestamp_header.is_none() && p.timestamp_key.is_none() {
+        return "— (no signed time)".to_owned();
+    }
+    match p.tolerance_secs {
+        Some(s) if s % 60 == 0 => format!("{}m (provider docs)", s / 60),
+        Some(s) => format!("{s}s (provider docs)"),
+        None => "5m (default)".to_owned(),
+    }
+}
+
+fn id(p: &Preset) -> String {
+    match p.event_id {
+        None => "SHA-256 of body".to_owned(),
+        some => loc(some),
+    }
+}
+
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+pub(super) fn render() -> String {
+    let mut out = String::new();
+    let published = CODED.iter().filter(|c| c.published).count()
+        + PRESETS.iter().filter(|p| p.vector.is_published()).count();
+    let total = CODED.len() + PRESETS.len();
+    let _ = writeln!(
+        out,
+        "# Providers\n\n\
+         {total} providers; {published} with published vectors; {} cross-checked only.\n",
+        total - published
+    );
+    out.push_str(
+        "<!-- Generated from src/scheme/catalog.rs by `HOOKGATE_WRITE_DOCS=1 cargo test --lib \
+         scheme::catalog`; do not edit by hand. -->\n\n\
+         `scheme = \"<name>\"` in a `[[source]]` selects one of these senders. Every one takes \
+         several `secrets` (rotation), dedupes on its event id and forwards only verified, \
+         fresh requests. Header names are case-insensitive. Where a scheme signs the URL the \
+         sender posts to, set `public_url` on the source to that URL exactly as configured at \
+         the sender. Public-key schemes take the provider's public key in `secrets`.\n\n\
+         The last column says where each known-answer test comes from: the provider's \
+         documentation, its official SDK's tests, a shared standard's published vector, or — \
+         where no published vector was found — an independent computation of the \
+         documented recipe (`python3 docs/crosscheck.py`, Python's `hmac`). A published vector \
+         is copied into the test as published; every vector is also checked against a tampered \
+         body, a wrong secret and, where a time is signed, a stale timestamp.\n\n",
+    );
+    let _ = writeln!(
+        out,
+        "{} built in as code, {} catalog presets.\n",
+        CODED.len(),
+        PRESETS.len(),
+    );
+    out.push_str(
+        "| scheme | provider | headers | signed bytes | algorithm | tolerance | event id | event type | handshake | test vector |\n\
+         |---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for c in CODED {
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            c.name,
+            c.provider,
+            cell(c.headers),
+            cell(c.signed),
+            cell(c.algorithm),
+            c.tolerance,
+            cell(c.id),
+            cell(c.kind),
+            cell(c.handshake),
+            cell(c.vector)
+        );
+    }
+    for p in PRESETS {
+        let _ = writeln!(
+            out,
+            "| `{}` | [{}]({}) | {} | {} | {} | {} | {} | {} | {} | {} |",
+            p.name,
+            p.provider,
+            p.docs,
+            cell(&headers(p)),
+            cell(&signed(p)),
+            cell(&algorithm(p)),
+            tolerance(p),
+            cell(&id(p)),
+            cell(&loc(p.event_type)),
+            cell(p.handshake.map_or("—", |h| h.describe())),
+            cell(&p.vector.describe())
+        );
+    }
+    out.push_str(NOTES);
+    out
+}
+
+const NOTES: &str = "\n## Handshakes\n\n\
+Some senders check an endpoint before (or while) delivering. hookgate answers these itself:\n\n\
+- **Slack** `url_verification`, **Zoom** `endpoint.url_validation`, **Twitch** \
+`webhook_callback_verification` and **Discord** PING arrive as signed POSTs: they are verified \
+like any event, then answered (not forwarded). Zoom's `encryptedToken` is the HMAC-SHA256 of \
+`plainToken` under the secret that verified the request.\n\
+- **Dropbox** and **Nylas** (`GET ?challenge=`), **Okta** (`GET` with \
+`X-Okta-Verification-Challenge`), **X** (`GET ?crc_token=`, answered with the first secret) and \
+**Trello** (`HEAD`) are unsigned checks answered before the POST-only rule. Echoed challenges are \
+limited to 512 printable characters and sent as text with `X-Content-Type-Options: nosniff`.\n\
+- Answers are counted as outcome `handshake`.\n\n\
+## Not yet\n\n\
+- **Asana** and **Notion** send the signing secret in their first, unsigned request; hookgate \
+cannot learn it without storing it, so they are not in the catalog.\n\
+- **Contentful** signs a canonical request (method, path, chosen headers); **Linear** puts its timestamp in the body; **Plaid** sends a JWT whose key must be fetched; \
+**PayPal** needs certificate retrieval; **Netlify** sends a JWS. These need code not written yet.\n\
+- **Mailgun** signs only the timestamp and token in the body's `signature` block, not the event: \
+hookgate checks that block and the window and dedupes on the event id, but cannot detect an altered \
+`event-data`. Only JSON webhooks are read (not the legacy form-encoded ones).\n\
+- **Adyen**'s standard (payment) notifications sign eight fields of each item, not the body: \
+hookgate checks every item's signature and dedupes on `pspReference:eventCode:success`, but cannot \
+detect an altered `additionalData`, `reason` or `eventDate`, and no time is signed. Its platform \
+webhooks (whole body signed) are `adyen-platform`.\n\
+- **Postmark** and others that use HTTP Basic auth have no signature; a generic source with \
+`algorithm = \"token\"`, `signature_header = \"Authorization\"` and `signature_prefix = \"Basic \"` \
+checks the base64 credentials.\n\
+- **Twilio** JSON bodies (signed through a `bodySHA256` query parameter) are not supported: their \
+URL changes per request. **Meta**'s `hub.challenge` GET needs a verify token hookgate does not hold.\n\
+- **Xero**'s intent-to-receive check expects 401 for a bad signature; hookgate answers 400.\n\
+- **EasyPost** normalizes its webhook secret to Unicode NFKD before signing; a secret with accented \
+letters must be written in that decomposed form (ASCII secrets are unaffected). Its newer \
+`X-Hmac-Signature-V2` (timestamp and path signed) is not read; `easypost` checks `X-Hmac-Signature`.\n\
+- **Worldline** Connect checks a new endpoint with a `GET` that expects the \
+`X-GCS-Webhooks-Endpoint-Verification` header echoed; hookgate does not answer it yet. \
+`X-GCS-KeyId` is not read: every configured secret is tried.\n\
+- **MessageBird** signs the full URL it requests: callbacks whose URL carries per-request query \
+parameters (SMS status reports sent as `GET`) cannot match a fixed `public_url` and are refused.\n\
+- **Plivo** messaging and Verify callbacks carry only the V2 signature (URL and nonce, not the \
+parameters), which hookgate does not accept; `plivo` checks the V3 signature of Voice callbacks.\n\
+- **Sinch** Conversation callbacks name their algorithm in `x-sinch-webhook-signature-algorithm`; \
+`sinch` checks HMAC-SHA256 (the default). Voice and Verification callbacks sign differently \
+(an `Authorization: Application …` header): use `sinch-voice`, whose `public_url` must be the \
+callback URL configured at Sinch (its path is signed). The application key in that header is \
+not compared; the signature proves the secret.\n";
+
+#[test]
+fn providers_md_is_current() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/providers.md");
+    let rendered = render();
+    if std::env::var_os("HOOKGATE_WRITE_DOCS").is_some() {
+        std::fs::write(path, &rendered).expect("docs/providers.md is writable");
+        return;
+    }
+    let committed = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        committed == rendered,
+        "docs/providers.md is out of date: run HOOKGATE_WRITE_DOCS=1 cargo test --lib scheme::catalog"
+    );
+}
+
+#[test]
+fn at_least_forty_five_providers() {
+    assert!(CODED.len() + PRESETS.len() >= 45);
+}

@@ -1,0 +1,258 @@
+//! Metronome: `Metronome-Webhook-Signature: <hex>`, the HMAC-SHA256 of the
+//! request's `Date` header, a newline, then the raw body, keyed with the
+//! webhook secret as text. The `Date` header (an HTTP date,
+//! `Mon, 02 Jan 2006 22:04:05 GMT`) is the signed time, so the replay window
+//! applies to it (Metronome's own SDKs allow five minutes either way).
+//!
+//! The id is the body's `/id`, the type its `/type`.
+//!
+//! Source: <https://docs.metronome.com/connecting-metronome/webhooks/>; the
+//! known-answer test is Metronome's SDK test
+//! (Metronome-Industries/metronome-node tests/api-resources/webhooks.test.ts).
+
+use std::time::Duration;
+
+use http::HeaderMap;
+
+use super::{Error, TimestampFormat, Verified, hmac};
+use crate::config::secret::Secret;
+
+const SIGNATURE: &str = "metronome-webhook-signature";
+const DATE: &str = "date";
+
+const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+const MONTHS: [&str; 12] = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+];
+
+/// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 9110 §5.6.7) as unix
+/// seconds. The day name is checked for shape only; the date itself goes
+/// through the RFC 3339 parser, which rejects impossible days.
+fn parse_http_date(text: &[u8]) -> Option<i64> {
+    let text = std::str::from_utf8(text).ok()?;
+    let rest = text.strip_suffix(" GMT")?;
+    let (day_name, rest) = rest.split_once(", ")?;
+    if !DAYS.contains(&day_name) {
+        return None;
+    }
+    let mut parts = rest.split(' ');
+    let (day, month, year, time) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || day.len() != 2 || year.len() != 4 || time.len() != 8 {
+        return None;
+    }
+    let month = MONTHS.iter().position(|m| *m == month)? + 1;
+    let rfc3339 = format!("{year}-{month:02}-{day}T{time}Z");
+    hmac::parse_rfc3339(rfc3339.as_bytes())
+}
+
+/// `timestamp` as an IMF-fixdate.
+fn format_http_date(timestamp: i64) -> String {
+    // RFC 3339 in UTC: `YYYY-MM-DDTHH:MM:SSZ`.
+    let iso = hmac::format_time(TimestampFormat::Rfc3339, timestamp);
+    let weekday = DAYS
+        .get(usize::try_from((timestamp.div_euclid(86_400) + 4).rem_euclid(7)).unwrap_or(0))
+        .copied()
+        .unwrap_or("Thu");
+    let month = iso
+        .get(5..7)
+        .and_then(|m| m.parse::<usize>().ok())
+        .and_then(|m| MONTHS.get(m.wrapping_sub(1)))
+        .copied()
+        .unwrap_or("Jan");
+    format!(
+        "{weekday}, {} {month} {} {} GMT",
+        iso.get(8..10).unwrap_or("01"),
+        iso.get(0..4).unwrap_or("1970"),
+        iso.get(11..19).unwrap_or("00:00:00"),
+    )
+}
+
+pub(super) fn verify(
+    keys: &[Secret],
+    tolerance: Duration,
+    headers: &HeaderMap,
+    body: &[u8],
+    now: i64,
+) -> Result<Verified, Error> {
+    let value = hmac::header(headers, SIGNATURE).ok_or(Error::MissingSignature(SIGNATURE))?;
+    let signature =
+        hmac::tag_from_hex(value.trim_ascii()).ok_or(Error::MalformedSignature(SIGNATURE))?;
+    let date = hmac::header(headers, DATE).ok_or(Error::MalformedSignature(DATE))?;
+    let timestamp = parse_http_date(date).ok_or(Error::MalformedSignature(DATE))?;
+    let secret_index = hmac::match_key(keys, &[date, b"\n", body], &[signature])?;
+    hmac::check_window(timestamp, now, tolerance)?;
+    let json = hmac::parse_json(body);
+    Ok(Verified {
+        event_id: json
+            .as_ref()
+            .and_then(|j| hmac::pointer_id(j, "/id"))
+            .unwrap_or_else(|| hmac::body_sha256_hex(body)),
+        event_type: json.as_ref().and_then(|j| hmac::pointer_str(j, "/type")),
+        timestamp: Some(timestamp),
+        secret_index,
+    })
+}
+
+/// The `Date` and signature headers for `body` at `timestamp`.
+pub(super) fn sign(key: &Secret, body: &[u8], timestamp: i64) -> Vec<(String, String)> {
+    let date = format_http_date(timestamp);
+    let tag = hmac::tag(key.expose(), &[date.as_bytes(), b"\n", body]);
+    vec![
+        ("Metronome-Webhook-Signature".to_owned(), hex::encode(tag)),
+        ("Date".to_owned(), date),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Scheme;
+    use super::super::test_support::{TOLERANCE, common_checks, garbage_is_refused, headers, key};
+    use super::*;
+
+    // Metronome-Industries/metronome-node tests/api-resources/webhooks.test.ts: this body
+    // (the test's template literal, two-space indented), the `Date` header and secret of
+    // "should pass for valid signature", and its expected signature.
+    const BODY: &[u8] = b"{\n  \"id\": \"b2c9e307-624e-4e7d-a5a4-1b74107d78c4\",\n  \"type\": \"widget_created\",\n  \"properties\": {\n    \"customer_id\": \"5f794d50-085a-4db6-8d15-286e518b7225\",\n    \"widget_id\": \"0891458d-b6f0-4fdd-a41e-380aae1a1e38\"\n  }\n}";
+    const SECRET: &[u8] = b"correct-horse-battery-staple";
+    const DATE_TEXT: &str = "Mon, 02 Jan 2006 22:04:05 GMT";
+    const SIG: &str = "b82652fa2246cf1d8a27e591f155c865f68b46c19b9213fd9c052f2419b4742b";
+    /// `DATE_TEXT` in unix seconds.
+    const DATE_TS: i64 = 1_136_239_445;
+
+    fn sdk_headers() -> HeaderMap {
+        headers(&[("Date", DATE_TEXT), ("Metronome-Webhook-Signature", SIG)])
+    }
+
+    #[test]
+    fn sdk_vector_verifies() {
+        let got =
+            Scheme::Metronome.verify(&[key(SECRET)], TOLERANCE, &sdk_headers(), BODY, DATE_TS);
+        assert_eq!(
+            got,
+            Ok(Verified {
+                event_id: "b2c9e307-624e-4e7d-a5a4-1b74107d78c4".into(),
+                event_type: Some("widget_created".into()),
+                timestamp: Some(DATE_TS),
+                secret_index: 0,
+            })
+        );
+    }
+
+    #[test]
+    fn sdk_window_cases() {
+        // The same test file: four minutes either way pass, six fail.
+        let s = Scheme::Metronome;
+        let h = sdk_headers();
+        for now in [DATE_TS + 240, DATE_TS - 240] {
+            assert!(s.verify(&[key(SECRET)], TOLERANCE, &h, BODY, now).is_ok());
+        }
+        for now in [DATE_TS + 360, DATE_TS - 360] {
+            assert!(matches!(
+                s.verify(&[key(SECRET)], TOLERANCE, &h, BODY, now),
+                Err(Error::TimestampOutsideWindow { .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn sdk_vector_refuses_wrong_secret_and_tampering() {
+        let s = Scheme::Metronome;
+        let h = sdk_headers();
+        // "should throw an error for invalid secret format" and "for invalid signature".
+        for wrong in [&b"invalid secret"[..], b"Zm9v"] {
+            assert_eq!(
+                s.verify(&[key(wrong)], TOLERANCE, &h, BODY, DATE_TS),
+                Err(Error::InvalidSignature)
+            );
+        }
+        let mut tampered = BODY.to_vec();
+        tampered[10] ^= 1;
+        assert_eq!(
+            s.verify(&[key(SECRET)], TOLERANCE, &h, &tampered, DATE_TS),
+            Err(Error::InvalidSignature)
+        );
+        // A different date is a different signed message.
+        let moved = headers(&[
+            ("Date", "Mon, 02 Jan 2006 22:04:06 GMT"),
+            ("Metronome-Webhook-Signature", SIG),
+        ]);
+        assert_eq!(
+            s.verify(&[key(SECRET)], TOLERANCE, &moved, BODY, DATE_TS),
+            Err(Error::InvalidSignature)
+        );
+        // "should throw for invalid timestamp".
+        let nan = headers(&[("Date", "nan"), ("Metronome-Webhook-Signature", SIG)]);
+        assert_eq!(
+            s.verify(&[key(SECRET)], TOLERANCE, &nan, BODY, DATE_TS),
+            Err(Error::MalformedSignature(DATE))
+        );
+    }
+
+    #[test]
+    fn sign_reproduces_the_sdk_vector() {
+        let lines = Scheme::Metronome
+            .sign(&key(SECRET), BODY, None, DATE_TS)
+            .expect("HMAC schemes sign");
+        assert_eq!(
+            lines,
+            vec![
+                ("Metronome-Webhook-Signature".to_owned(), SIG.to_owned()),
+                ("Date".to_owned(), DATE_TEXT.to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn http_dates() {
+        assert_eq!(parse_http_date(DATE_TEXT.as_bytes()), Some(DATE_TS));
+        assert_eq!(
+            parse_http_date(b"Sun, 06 Nov 1994 08:49:37 GMT"),
+            Some(784_111_777)
+        );
+        assert_eq!(
+            format_http_date(784_111_777),
+            "Sun, 06 Nov 1994 08:49:37 GMT"
+        );
+        assert_eq!(format_http_date(0), "Thu, 01 Jan 1970 00:00:00 GMT");
+        for bad in [
+            &b""[..],
+            b"Mon, 02 Jan 2006 22:04:05",
+            b"Mon, 2 Jan 2006 22:04:05 GMT",
+            b"Xyz, 02 Jan 2006 22:04:05 GMT",
+            b"Mon, 02 Foo 2006 22:04:05 GMT",
+            b"Mon, 31 Feb 2006 22:04:05 GMT",
+            b"Mon, 02 Jan 2006 25:04:05 GMT",
+            b"Monday, 02-Jan-06 22:04:05 GMT",
+            b"1136239445",
+        ] {
+            assert_eq!(
+                parse_http_date(bad),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
+    #[test]
+    fn common() {
+        common_checks(
+            &Scheme::Metronome,
+            &key(SECRET),
+            BODY,
+            &["metronome-webhook-signature"],
+        );
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        garbage_is_refused(
+            &Scheme::Metronome,
+            &[key(SECRET)],
+            &sdk_headers(),
+            BODY,
+            DATE_TS,
+            &["metronome-webhook-signature", "date"],
+        );
+    }
+}

@@ -1,0 +1,245 @@
+//! The store-related end-to-end tests again, on a real three-master Redis
+//! Cluster: concurrency through one process and across two, the whole cluster
+//! going away and coming back, one master dying (its slots answer 503, never
+//! a forward without a claim), and the key layout (one key, so one slot, per
+//! operation). The store-level suite on a cluster is in `store`.
+
+use std::collections::BTreeMap;
+
+use crate::concurrency::{hundred_copies_reach_the_app_once, two_replicas_forward_an_event_once};
+use crate::support::redis::RedisCluster;
+use crate::support::{ConfigBuilder, Hookgate, SourceSpec, StoreSpec, Upstream, eventually};
+
+fn nonce_key(source: &str, id: &str) -> String {
+    format!("hookgate:nonce:{source}:{id}")
+}
+
+/// How many times the app received each event id.
+fn deliveries(upstream: &Upstream) -> BTreeMap<String, usize> {
+    let mut per_id = BTreeMap::new();
+    for request in upstream.requests() {
+        *per_id
+            .entry(request.header("x-verified-event-id"))
+            .or_default() += 1;
+    }
+    per_id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_concurrent_copies_reach_the_app_once_on_a_cluster() {
+    let cluster = RedisCluster::start(3);
+    hundred_copies_reach_the_app_once(StoreSpec::Cluster(cluster.urls())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_sharing_a_cluster_forward_an_event_once() {
+    let cluster = RedisCluster::start(3);
+    two_replicas_forward_an_event_once(StoreSpec::Cluster(cluster.urls())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nonce_keys_spread_over_the_masters_and_each_lives_on_its_own_slot() {
+    let mut cluster = RedisCluster::start(3);
+    let upstream = Upstream::start().await;
+    let github = SourceSpec::github();
+    let gate = ConfigBuilder::new(&upstream.url())
+        .store(StoreSpec::Cluster(cluster.urls()))
+        .source(github.clone())
+        .start()
+        .await;
+
+    // Plain ids, and ids carrying hash tags of their own (a sender's choice:
+    // they only pick which slot the one key lives on).
+    let mut ids: Vec<String> = (0..24).map(|i| format!("layout-{i}")).collect();
+    ids.extend(["{tag}-a", "{tag}-b", "x{}y", "}{", "{"].map(str::to_owned));
+    for id in &ids {
+        let event = github.event(id, "push");
+        gate.send(&github, &event).await.assert_app_ok();
+        gate.send(&github, &event).await.assert_duplicate(id);
+    }
+
+    // Every key is `done` on the master that owns its slot.
+    let owners: Vec<Vec<(u16, u16)>> = (0..3).map(|i| cluster.slots_of_node(i)).collect();
+    let mut per_node = [0usize; 3];
+    for id in &ids {
+        let key = nonce_key("github", id);
+        let slot = cluster.slot_of(&key);
+        let node = owners
+            .iter()
+            .position(|ranges| ranges.iter().any(|(a, b)| (*a..=*b).contains(&slot)))
+            .unwrap_or_else(|| panic!("no master serves slot {slot}"));
+        per_node[node] += 1;
+        let mut conn = cluster.nodes()[node].client();
+        let value: Option<String> = redis::cmd("GET").arg(&key).query(&mut conn).expect("GET");
+        assert_eq!(value.as_deref(), Some("done"), "{key} on node {node}");
+    }
+    assert!(
+        per_node.iter().all(|n| *n > 0),
+        "keys land on every master: {per_node:?}"
+    );
+    assert_eq!(
+        cluster.slot_of(&nonce_key("github", "{tag}-a")),
+        cluster.slot_of(&nonce_key("github", "{tag}-b")),
+        "a hash tag in the id picks the slot"
+    );
+    assert!(deliveries(&upstream).values().all(|n| *n == 1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_whole_cluster_down_is_503_and_both_replicas_recover() {
+    let mut cluster = RedisCluster::start(3);
+    let upstream = Upstream::start().await;
+    let stripe = SourceSpec::stripe();
+    let config = ConfigBuilder::new(&upstream.url())
+        .store(StoreSpec::Cluster(cluster.urls()))
+        .source(stripe.clone())
+        .toml();
+    let a = Hookgate::start(&config).await;
+    let b = Hookgate::start(&config).await;
+
+    let before = stripe.event("evt_cluster_before", "invoice.paid");
+    a.send(&stripe, &before).await.assert_app_ok();
+    b.send(&stripe, &before)
+        .await
+        .assert_duplicate("evt_cluster_before");
+
+    cluster.stop();
+    let during = stripe.event("evt_cluster_during", "invoice.paid");
+    for gate in [&a, &b] {
+        for event in [&before, &during] {
+            let resp = gate.send(&stripe, event).await;
+            resp.assert_error(503, "store_unavailable");
+            resp.retry_after();
+        }
+        let forged = stripe.forged_headers(&during);
+        gate.post(&stripe.path, &forged, during.body.clone())
+            .await
+            .assert_error(400, "invalid_signature");
+        assert_eq!(gate.admin_get("/readyz").await.status, 503);
+    }
+    assert_eq!(upstream.count(), 1, "nothing forwarded without the store");
+
+    cluster.restart();
+    eventually(
+        "replica A takes the event once the cluster is back",
+        || async {
+            let resp = a.send(&stripe, &during).await;
+            if resp.status == 503 {
+                Err(format!("{resp:?}"))
+            } else {
+                Ok(resp)
+            }
+        },
+    )
+    .await
+    .assert_app_ok();
+    eventually("replica B sees it as done", || async {
+        let resp = b.send(&stripe, &during).await;
+        if resp.status == 503 {
+            Err(format!("{resp:?}"))
+        } else {
+            Ok(resp)
+        }
+    })
+    .await
+    .assert_duplicate("evt_cluster_during");
+    assert_eq!(upstream.count(), 2);
+    eventually("both replicas are ready again", || async {
+        let ready = (
+            a.admin_get("/readyz").await.status,
+            b.admin_get("/readyz").await.status,
+        );
+        if ready == (200, 200) {
+            Ok(())
+        } else {
+            Err(format!("{ready:?}"))
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_master_down_its_slots_answer_503_and_nothing_is_forwarded_unclaimed() {
+    let mut cluster = RedisCluster::start(3);
+    let upstream = Upstream::start().await;
+    let stripe = SourceSpec::stripe();
+    let gate = ConfigBuilder::new(&upstream.url())
+        .store(StoreSpec::Cluster(cluster.urls()))
+        .source(stripe.clone())
+        .start()
+        .await;
+    // Warm the slot map and the connections to every master.
+    for i in 0..10 {
+        let event = stripe.event(&format!("evt_warm_{i}"), "invoice.paid");
+        gate.send(&stripe, &event).await.assert_app_ok();
+    }
+
+    // Ids whose key lives on master 0, and ids whose key lives elsewhere.
+    let down = cluster.slots_of_node(0);
+    let on_down_master = |slot: u16| down.iter().any(|(a, b)| (*a..=*b).contains(&slot));
+    let (mut affected, mut others) = (Vec::new(), Vec::new());
+    for i in 0..200 {
+        let id = format!("evt_master_{i}");
+        let slot = cluster.slot_of(&nonce_key("stripe", &id));
+        match on_down_master(slot) {
+            true if affected.len() < 6 => affected.push(id),
+            false if others.len() < 6 => others.push(id),
+            _ => {}
+        }
+    }
+    assert_eq!((affected.len(), others.len()), (6, 6));
+
+    cluster.stop_node(0);
+    for id in &affected {
+        let resp = gate.send(&stripe, &stripe.event(id, "invoice.paid")).await;
+        resp.assert_error(503, "store_unavailable");
+        resp.retry_after();
+    }
+    // The other masters' keys may still be served, or refused once the
+    // cluster declares itself down; either way, never forwarded unclaimed.
+    let mut served_while_down = Vec::new();
+    for id in &others {
+        let resp = gate.send(&stripe, &stripe.event(id, "invoice.paid")).await;
+        match resp.status {
+            200 => {
+                resp.assert_app_ok();
+                served_while_down.push(id.clone());
+            }
+            _ => resp.assert_error(503, "store_unavailable"),
+        }
+    }
+    let seen = deliveries(&upstream);
+    assert!(
+        affected.iter().all(|id| !seen.contains_key(id)),
+        "no event of the dead master's slots reached the app: {seen:?}"
+    );
+
+    // The master comes back: every event goes through, each exactly once.
+    cluster.restart_node(0);
+    for id in affected.iter().chain(&others) {
+        let event = stripe.event(id, "invoice.paid");
+        let resp = eventually("the event is answered once the master is back", || async {
+            let resp = gate.send(&stripe, &event).await;
+            if resp.status == 503 {
+                Err(format!("{resp:?}"))
+            } else {
+                Ok(resp)
+            }
+        })
+        .await;
+        if served_while_down.contains(id) {
+            resp.assert_duplicate(id);
+        } else {
+            resp.assert_app_ok();
+        }
+        gate.send(&stripe, &event).await.assert_duplicate(id);
+    }
+    let seen = deliveries(&upstream);
+    for id in affected.iter().chain(&others) {
+        assert_eq!(
+            seen.get(id),
+            Some(&1),
+            "{id} reached the app once: {seen:?}"
+        );
+    }
+}
