@@ -112,7 +112,9 @@ def main():
                     "round %d %s %s: %d of %d requests were %s (outcomes %s)"
                     % (r["round"], r["mode"], r["target"], got, r["requests"], want, r["outcomes"])
                 )
-        if r.get("wrapped", 0) and r["mode"] == "fresh":
+        # Only hookgate tells a repeated event apart; the app and nginx
+        # answer a wrapped-around pool the same.
+        if r.get("wrapped", 0) and r["mode"] == "fresh" and r["target"].startswith("hg-"):
             problems.append(
                 "round %d fresh %s: the pool ran out and wrapped; raise POOL" % (r["round"], r["target"])
             )
