@@ -61,6 +61,18 @@ fn latency_histogram() -> Histogram {
     ])
 }
 
+/// The `class` label of `hookgate_upstream_responses_total` for an answer
+/// from the app (`error` is for no answer at all).
+pub fn status_class(status: http::StatusCode) -> &'static str {
+    if status.is_success() {
+        "2xx"
+    } else if status.is_client_error() {
+        "4xx"
+    } else {
+        "5xx"
+    }
+}
+
 /// Every metric hookgate exposes.
 pub struct Metrics {
     registry: Registry,

@@ -559,13 +559,7 @@ async fn forward_unchecked(
     match sent {
         Ok(response) => {
             let status = response.status();
-            let class = if status.is_success() {
-                "2xx"
-            } else if status.is_client_error() {
-                "4xx"
-            } else {
-                "5xx"
-            };
+            let class = crate::metrics::status_class(status);
             state
                 .metrics
                 .upstream_response(&source.name, class, elapsed);

@@ -377,13 +377,7 @@ pub async fn attempt(
     match sent {
         Ok(response) => {
             let status = response.status();
-            let class = if status.is_success() {
-                "2xx"
-            } else if status.is_client_error() {
-                "4xx"
-            } else {
-                "5xx"
-            };
+            let class = crate::metrics::status_class(status);
             metrics.upstream_response(&envelope.source, class, elapsed);
             classify(status, response.headers())
         }
