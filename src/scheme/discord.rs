@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use http::HeaderMap;
-use ring::signature::{ED25519, UnparsedPublicKey};
+use ring::signature::ED25519;
 
 use super::{Error, Verified, hmac};
 use crate::config::secret::Secret;
@@ -44,14 +44,7 @@ pub(super) fn verify(
     let ts_text = hmac::header(headers, TIMESTAMP).ok_or(Error::MalformedSignature(TIMESTAMP))?;
     let ts = hmac::parse_timestamp(ts_text).ok_or(Error::MalformedSignature(TIMESTAMP))?;
     let message = [ts_text, body].concat();
-    let secret_index = keys
-        .iter()
-        .position(|key| {
-            UnparsedPublicKey::new(&ED25519, key.expose())
-                .verify(&message, &signature)
-                .is_ok()
-        })
-        .ok_or(Error::InvalidSignature)?;
+    let secret_index = hmac::match_public_key(keys, &ED25519, &message, &signature)?;
     hmac::check_window(ts, now, tolerance)?;
     let json = hmac::parse_json(body);
     Ok(Verified {

@@ -86,6 +86,23 @@ pub(crate) fn match_key(
     matched.ok_or(Error::InvalidSignature)
 }
 
+/// The index of the first public key in `keys` under which `signature`
+/// verifies `message`, or [`Error::InvalidSignature`].
+pub(crate) fn match_public_key(
+    keys: &[Secret],
+    algorithm: &'static dyn ring::signature::VerificationAlgorithm,
+    message: &[u8],
+    signature: &[u8],
+) -> Result<usize, Error> {
+    keys.iter()
+        .position(|key| {
+            ring::signature::UnparsedPublicKey::new(algorithm, key.expose())
+                .verify(message, signature)
+                .is_ok()
+        })
+        .ok_or(Error::InvalidSignature)
+}
+
 /// A tag written in hex (either case), or `None`. Anything that does not
 /// decode to exactly [`TAG_LEN`] bytes cannot be an HMAC-SHA256 tag, so it
 /// is refused as malformed rather than compared.

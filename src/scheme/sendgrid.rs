@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use http::HeaderMap;
-use ring::signature::{ECDSA_P256_SHA256_ASN1, UnparsedPublicKey};
+use ring::signature::ECDSA_P256_SHA256_ASN1;
 
 use super::{Error, Verified, hmac};
 use crate::config::secret::Secret;
@@ -66,14 +66,7 @@ pub(super) fn verify(
     let ts_text = hmac::header(headers, TIMESTAMP).ok_or(Error::MalformedSignature(TIMESTAMP))?;
     let ts = hmac::parse_timestamp(ts_text).ok_or(Error::MalformedSignature(TIMESTAMP))?;
     let message = [ts_text, body].concat();
-    let secret_index = keys
-        .iter()
-        .position(|key| {
-            UnparsedPublicKey::new(&ECDSA_P256_SHA256_ASN1, key.expose())
-                .verify(&message, &signature)
-                .is_ok()
-        })
-        .ok_or(Error::InvalidSignature)?;
+    let secret_index = hmac::match_public_key(keys, &ECDSA_P256_SHA256_ASN1, &message, &signature)?;
     hmac::check_window(ts, now, tolerance)?;
     Ok(Verified {
         event_id: hmac::body_sha256_hex(body),
