@@ -272,13 +272,13 @@ async fn deliver(
             }
             unlock(state, source, lock, &event_id).await;
             let ttl = runtime.config.store.nonce_ttl;
-            if let Err(e) = state.store.commit(&key, &token, ttl).await {
+            if let Err(e) = state.store.commit(&key, ttl).await {
                 // The app took the event: its 2xx stands. The commit is tried
                 // again in the background; if Redis stays away longer than
                 // that, a retry after the lease expires is forwarded again.
                 state.metrics.store_errors.inc();
                 tracing::warn!(source = %source.name, event_id = %event_id, error = %e, "nonce commit failed; retrying in the background");
-                retry_commit(state, key.clone(), token.clone(), ttl, source.name.clone());
+                retry_commit(state, key.clone(), ttl, source.name.clone());
             }
             if let Some(ts) = verified.timestamp {
                 state
@@ -404,7 +404,7 @@ async fn pass_gate(
     unlock(state, source, lock, ev.event_id).await;
     if let Err(e) = state
         .store
-        .commit(ev.nonce, ev.token, runtime.config.store.nonce_ttl)
+        .commit(ev.nonce, runtime.config.store.nonce_ttl)
         .await
     {
         state.metrics.store_errors.inc();
@@ -447,7 +447,7 @@ async fn enqueue(
     }
     if let Err(e) = state
         .store
-        .commit(ev.nonce, ev.token, runtime.config.store.nonce_ttl)
+        .commit(ev.nonce, runtime.config.store.nonce_ttl)
         .await
     {
         // The event is queued and will be delivered; only a sender retry
@@ -506,15 +506,15 @@ async fn unlock(state: &State, source: &Source, lock: Option<(String, String)>, 
 }
 
 /// Retries a failed commit until it lands or [`COMMIT_RETRY_FOR`] passes.
-/// Safe at any time: the commit only sets `done` on a key that still holds
-/// this token or that is absent (the lease ran out and nobody took it since).
-fn retry_commit(state: &Arc<State>, key: String, token: String, ttl: Duration, source: String) {
+/// Safe at any time: the app accepted the event, so `done` is true whoever
+/// holds the key by then (see [`crate::store::Store::commit`]).
+fn retry_commit(state: &Arc<State>, key: String, ttl: Duration, source: String) {
     let state = Arc::clone(state);
     tokio::spawn(async move {
         let deadline = tokio::time::Instant::now() + COMMIT_RETRY_FOR;
         while tokio::time::Instant::now() < deadline {
             tokio::time::sleep(COMMIT_RETRY_EVERY).await;
-            match state.store.commit(&key, &token, ttl).await {
+            match state.store.commit(&key, ttl).await {
                 Ok(()) => {
                     tracing::info!(source = %source, "nonce committed on retry");
                     return;
