@@ -21,6 +21,7 @@ mod generic;
 mod github;
 mod handshake;
 pub(crate) mod hmac;
+mod json;
 mod mailgun;
 mod messagebird;
 mod metronome;

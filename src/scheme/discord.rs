@@ -15,6 +15,7 @@ use std::time::Duration;
 use http::HeaderMap;
 use ring::signature::ED25519;
 
+use super::json::json_fields;
 use super::{Error, Verified, hmac};
 use crate::config::secret::Secret;
 
@@ -46,13 +47,14 @@ pub(super) fn verify(
     let message = [ts_text, body].concat();
     let secret_index = hmac::match_public_key(keys, &ED25519, &message, &signature)?;
     hmac::check_window(ts, now, tolerance)?;
-    let json = hmac::parse_json(body);
+    // Discord's interaction type is a number: read as an id, it is its text.
+    let (event_id, event_type) = match json_fields(body, ["/id", "/type"]) {
+        Some([id, kind]) => (id.id(), kind.id()),
+        None => (None, None),
+    };
     Ok(Verified {
-        event_id: json
-            .as_ref()
-            .and_then(|j| hmac::pointer_id(j, "/id"))
-            .unwrap_or_else(|| hmac::body_sha256_hex(body)),
-        event_type: json.as_ref().and_then(|j| hmac::pointer_id(j, "/type")),
+        event_id: event_id.unwrap_or_else(|| hmac::body_sha256_hex(body)),
+        event_type,
         timestamp: Some(ts),
         secret_index,
     })

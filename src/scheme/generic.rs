@@ -38,6 +38,7 @@ use std::time::Duration;
 use http::{HeaderMap, HeaderName};
 
 use super::hmac;
+use super::json::{self, Field, json_fields};
 use super::{Algorithm, Error, Generic, Locator, SecretEncoding, Verified};
 use crate::config::secret::Secret;
 
@@ -366,30 +367,35 @@ pub(super) fn verify(
         hmac::check_window(ts, now, tolerance)?;
     }
 
-    let wants_json = matches!(generic.event_id, Some(Locator::Pointer(_)))
-        || matches!(generic.event_type, Some(Locator::Pointer(_)));
-    let json = if wants_json {
-        hmac::parse_json(body)
+    fn pointer(locator: &Option<Locator>) -> Option<&str> {
+        match locator {
+            Some(Locator::Pointer(pointer)) => Some(pointer),
+            _ => None,
+        }
+    }
+    let (id_pointer, type_pointer) = (pointer(&generic.event_id), pointer(&generic.event_type));
+    // The body is read only when an id or type lives in it, and then once for both.
+    let [id_field, type_field] = if id_pointer.is_some() || type_pointer.is_some() {
+        json_fields(
+            body,
+            [id_pointer, type_pointer].map(|p| p.unwrap_or(json::NOWHERE)),
+        )
     } else {
         None
-    };
+    }
+    .unwrap_or([Field::Missing, Field::Missing]);
     let event_id = match &generic.event_id {
         None => hmac::body_sha256_hex(body),
         Some(Locator::Header(name)) => hmac::header_text(headers, name.as_str())
             .ok_or(Error::MalformedBody("event id header is missing"))?,
-        Some(Locator::Pointer(pointer)) => json
-            .as_ref()
-            .and_then(|j| hmac::pointer_id(j, pointer))
-            .ok_or(Error::MalformedBody(
-                "no event id at the configured pointer",
-            ))?,
+        Some(Locator::Pointer(_)) => id_field.id().ok_or(Error::MalformedBody(
+            "no event id at the configured pointer",
+        ))?,
     };
     let event_type = match &generic.event_type {
         None => None,
         Some(Locator::Header(name)) => hmac::header_text(headers, name.as_str()),
-        Some(Locator::Pointer(pointer)) => {
-            json.as_ref().and_then(|j| hmac::pointer_str(j, pointer))
-        }
+        Some(Locator::Pointer(_)) => type_field.str(),
     };
     Ok(Verified {
         event_id,

@@ -12,6 +12,7 @@ use http::{HeaderMap, Method, Uri};
 use serde_json::json;
 
 use super::catalog::Handshake;
+use super::json::{Field, json_fields};
 use super::{Algorithm, Reply, Secret, Verified, hmac};
 
 /// Longest challenge echoed back.
@@ -115,19 +116,20 @@ pub(super) fn after(
 ) -> Option<Reply> {
     match kind {
         Handshake::SlackUrlVerification => {
-            let json = hmac::parse_json(body)?;
-            if json.pointer("/type")?.as_str()? != "url_verification" {
+            let [kind, challenge] = json_fields(body, ["/type", "/challenge"])?;
+            if kind.as_str()? != "url_verification" {
                 return None;
             }
-            let challenge = json.pointer("/challenge")?.as_str()?;
-            Some(Reply::json(&json!({ "challenge": printable(challenge)? })))
+            Some(Reply::json(
+                &json!({ "challenge": printable(challenge.as_str()?)? }),
+            ))
         }
         Handshake::ZoomUrlValidation => {
-            let json = hmac::parse_json(body)?;
-            if json.pointer("/event")?.as_str()? != "endpoint.url_validation" {
+            let [event, plain] = json_fields(body, ["/event", "/payload/plainToken"])?;
+            if event.as_str()? != "endpoint.url_validation" {
                 return None;
             }
-            let plain = printable(json.pointer("/payload/plainToken")?.as_str()?)?;
+            let plain = printable(plain.as_str()?)?;
             let key = keys.get(verified.secret_index)?;
             let tag = hmac::mac(Algorithm::Sha256, key.expose(), &[plain.as_bytes()]);
             Some(Reply::json(&json!({
@@ -140,12 +142,13 @@ pub(super) fn after(
             if kind != b"webhook_callback_verification" {
                 return None;
             }
-            let json = hmac::parse_json(body)?;
-            Some(text(printable(json.pointer("/challenge")?.as_str()?)?))
+            let [challenge] = json_fields(body, ["/challenge"])?;
+            Some(text(printable(challenge.as_str()?)?))
         }
         Handshake::DiscordPing => {
-            let json = hmac::parse_json(body)?;
-            (json.pointer("/type")?.as_u64()? == 1).then(|| Reply::json(&json!({ "type": 1 })))
+            let [kind] = json_fields(body, ["/type"])?;
+            let ping = matches!(kind, Field::Number(n) if n.as_u64() == Some(1));
+            ping.then(|| Reply::json(&json!({ "type": 1 })))
         }
         Handshake::EchoChallenge
         | Handshake::OktaVerification

@@ -1,7 +1,8 @@
 //! The pieces every scheme shares: HMAC-SHA256 over the signed bytes fed in
 //! parts, constant-time matching against every active key and every
 //! signature value a header carries, hex/base64 decoding, the replay window,
-//! and the body-derived event id and type.
+//! and the body-digest event id of last resort (ids and types read from a
+//! JSON body are in [`super::json`]).
 //!
 //! Everything here takes untrusted bytes and answers with `Option` or
 //! `Result`: no input can make it panic.
@@ -163,31 +164,6 @@ pub(crate) fn check_window(
 /// The event id of last resort: lowercase hex SHA-256 of the raw body.
 pub(crate) fn body_sha256_hex(body: &[u8]) -> String {
     hex::encode(Sha256::digest(body))
-}
-
-/// The body as JSON, or `None` when it is not JSON (form-encoded Slack
-/// commands, non-JSON generic senders).
-pub(crate) fn parse_json(body: &[u8]) -> Option<serde_json::Value> {
-    serde_json::from_slice(body).ok()
-}
-
-/// An id at a JSON pointer: a string as-is, a number as its decimal text.
-/// Empty strings count as absent: an empty id cannot key a nonce.
-pub(crate) fn pointer_id(json: &serde_json::Value, pointer: &str) -> Option<String> {
-    match json.pointer(pointer)? {
-        serde_json::Value::String(s) if !s.is_empty() => Some(s.clone()),
-        serde_json::Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
-}
-
-/// A string at a JSON pointer (event types are strings; anything else is
-/// treated as absent).
-pub(crate) fn pointer_str(json: &serde_json::Value, pointer: &str) -> Option<String> {
-    match json.pointer(pointer)? {
-        serde_json::Value::String(s) => Some(s.clone()),
-        _ => None,
-    }
 }
 
 /// The raw bytes of the first value of header `name`, if present.
@@ -526,19 +502,6 @@ mod tests {
         assert!(check_window(i64::MIN, i64::MAX, tol).is_err());
         assert!(check_window(i64::MAX, i64::MIN, tol).is_err());
         assert!(check_window(i64::MAX, 0, Duration::MAX).is_ok());
-    }
-
-    #[test]
-    fn pointers_read_strings_and_numbers() {
-        let json = parse_json(br#"{"id":"evt_1","n":42,"e":"","o":{},"t":7}"#)
-            .expect("test JSON is valid");
-        assert_eq!(pointer_id(&json, "/id").as_deref(), Some("evt_1"));
-        assert_eq!(pointer_id(&json, "/n").as_deref(), Some("42"));
-        assert_eq!(pointer_id(&json, "/e"), None);
-        assert_eq!(pointer_id(&json, "/o"), None);
-        assert_eq!(pointer_id(&json, "/missing"), None);
-        assert_eq!(pointer_str(&json, "/t"), None);
-        assert_eq!(parse_json(b"token=a&b=c"), None);
     }
 
     #[test]

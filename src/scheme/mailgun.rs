@@ -17,10 +17,10 @@
 //! the known-answer values are those of Mailgun's PHP SDK test
 //! (mailgun/mailgun-php tests/Api/WebhookTest.php, testVerifyWebhookGood).
 
+use std::borrow::Cow;
 use std::time::Duration;
 
-use serde_json::Value;
-
+use super::json::{Field, json_fields};
 use super::{Error, Verified, hmac};
 use crate::config::secret::Secret;
 
@@ -28,33 +28,46 @@ use crate::config::secret::Secret;
 const LABEL: &str = "body signature";
 
 /// The signature block's three fields, as sent.
-struct Block {
-    timestamp: String,
-    token: String,
+struct Block<'a> {
+    timestamp: Cow<'a, str>,
+    token: Cow<'a, str>,
     signature: hmac::Tag,
 }
 
+/// The signature block, its three fields, and the event's id and type.
+const POINTERS: [&str; 6] = [
+    "/signature",
+    "/signature/timestamp",
+    "/signature/token",
+    "/signature/signature",
+    "/event-data/id",
+    "/event-data/event",
+];
+
 /// The timestamp Mailgun writes as a string (older payloads: a number).
-fn text(value: &Value) -> Option<String> {
-    match value {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
+fn text(field: Field<'_>) -> Option<Cow<'_, str>> {
+    match field {
+        Field::Str(s) => Some(s),
+        Field::Number(n) => Some(Cow::Owned(n.to_string())),
         _ => None,
     }
 }
 
-fn block(json: Option<&Value>) -> Result<Block, Error> {
-    let sig = json
-        .and_then(|j| j.get("signature"))
-        .filter(|s| s.is_object())
-        .ok_or(Error::MissingSignature(LABEL))?;
-    let field = |name: &str| sig.get(name).and_then(text);
+fn block<'a>(
+    sig: &Field<'a>,
+    timestamp: Field<'a>,
+    token: Field<'a>,
+    signature: Field<'a>,
+) -> Result<Block<'a>, Error> {
+    if *sig != Field::Object {
+        return Err(Error::MissingSignature(LABEL));
+    }
     let malformed = Error::MalformedSignature(LABEL);
-    let timestamp = field("timestamp").ok_or(malformed.clone())?;
-    let token = field("token")
+    let timestamp = text(timestamp).ok_or(malformed.clone())?;
+    let token = text(token)
         .filter(|t| !t.is_empty())
         .ok_or(malformed.clone())?;
-    let signature = field("signature")
+    let signature = text(signature)
         .and_then(|s| hmac::tag_from_hex(s.as_bytes()))
         .ok_or(malformed)?;
     Ok(Block {
@@ -70,8 +83,10 @@ pub(super) fn verify(
     body: &[u8],
     now: i64,
 ) -> Result<Verified, Error> {
-    let json = hmac::parse_json(body);
-    let b = block(json.as_ref())?;
+    // A body that is not JSON has no signature block: every field is missing.
+    let [sig, timestamp, token, signature, id, kind] =
+        json_fields(body, POINTERS).unwrap_or_else(|| std::array::from_fn(|_| Field::Missing));
+    let b = block(&sig, timestamp, token, signature)?;
     let timestamp =
         hmac::parse_timestamp(b.timestamp.as_bytes()).ok_or(Error::MalformedSignature(LABEL))?;
     let secret_index = hmac::match_key(
@@ -80,15 +95,9 @@ pub(super) fn verify(
         &[b.signature],
     )?;
     hmac::check_window(timestamp, now, tolerance)?;
-    let event_id = json
-        .as_ref()
-        .and_then(|j| hmac::pointer_id(j, "/event-data/id"))
-        .unwrap_or(b.token);
     Ok(Verified {
-        event_id,
-        event_type: json
-            .as_ref()
-            .and_then(|j| hmac::pointer_str(j, "/event-data/event")),
+        event_id: id.id().unwrap_or_else(|| b.token.into_owned()),
+        event_type: kind.str(),
         timestamp: Some(timestamp),
         secret_index,
     })

@@ -30,6 +30,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256, Sha384, Sha512};
 use subtle::{Choice, ConstantTimeEq};
 
+use super::json::json_fields;
 use super::{Error, Verified, hmac as shared};
 use crate::config::secret::Secret;
 
@@ -197,9 +198,7 @@ pub(super) fn verify(
     };
     Ok(Verified {
         event_id,
-        event_type: shared::parse_json(body)
-            .as_ref()
-            .and_then(|j| shared::pointer_str(j, "/type")),
+        event_type: json_fields(body, ["/type"]).and_then(|[kind]| kind.str()),
         timestamp: Some(nbf),
         secret_index,
     })

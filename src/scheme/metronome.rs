@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use http::HeaderMap;
 
+use super::json::json_fields;
 use super::{Error, TimestampFormat, Verified, hmac};
 use crate::config::secret::Secret;
 
@@ -81,13 +82,13 @@ pub(super) fn verify(
     let timestamp = parse_http_date(date).ok_or(Error::MalformedSignature(DATE))?;
     let secret_index = hmac::match_key(keys, &[date, b"\n", body], &[signature])?;
     hmac::check_window(timestamp, now, tolerance)?;
-    let json = hmac::parse_json(body);
+    let (event_id, event_type) = match json_fields(body, ["/id", "/type"]) {
+        Some([id, kind]) => (id.id(), kind.str()),
+        None => (None, None),
+    };
     Ok(Verified {
-        event_id: json
-            .as_ref()
-            .and_then(|j| hmac::pointer_id(j, "/id"))
-            .unwrap_or_else(|| hmac::body_sha256_hex(body)),
-        event_type: json.as_ref().and_then(|j| hmac::pointer_str(j, "/type")),
+        event_id: event_id.unwrap_or_else(|| hmac::body_sha256_hex(body)),
+        event_type,
         timestamp: Some(timestamp),
         secret_index,
     })

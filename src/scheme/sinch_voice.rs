@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use http::HeaderMap;
 
+use super::json::json_fields;
 use super::{Error, Verified, hmac};
 use crate::config::secret::Secret;
 
@@ -133,9 +134,7 @@ pub(super) fn verify(
     hmac::check_window(timestamp, now, tolerance)?;
     Ok(Verified {
         event_id: hmac::body_sha256_hex(body),
-        event_type: hmac::parse_json(body)
-            .as_ref()
-            .and_then(|j| hmac::pointer_str(j, "/event")),
+        event_type: json_fields(body, ["/event"]).and_then(|[event]| event.str()),
         timestamp: Some(timestamp),
         secret_index,
     })

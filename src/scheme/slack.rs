@@ -14,6 +14,7 @@ use std::time::Duration;
 use http::HeaderMap;
 
 use super::hmac;
+use super::json::json_fields;
 use super::{Error, Verified};
 use crate::config::secret::Secret;
 
@@ -46,14 +47,11 @@ pub(super) fn verify(
     )?;
     hmac::check_window(timestamp, now, tolerance)?;
 
-    let json = hmac::parse_json(body);
-    let event_id = json
-        .as_ref()
-        .and_then(|j| hmac::pointer_id(j, "/event_id"))
-        .unwrap_or_else(|| hmac::body_sha256_hex(body));
-    let event_type = json.as_ref().and_then(|j| {
-        hmac::pointer_str(j, "/event/type").or_else(|| hmac::pointer_str(j, "/type"))
-    });
+    let (event_id, event_type) = match json_fields(body, ["/event_id", "/event/type", "/type"]) {
+        Some([id, inner, outer]) => (id.id(), inner.str().or_else(|| outer.str())),
+        None => (None, None),
+    };
+    let event_id = event_id.unwrap_or_else(|| hmac::body_sha256_hex(body));
     Ok(Verified {
         event_id,
         event_type,

@@ -17,6 +17,7 @@ use base64::engine::general_purpose::STANDARD as B64;
 use http::HeaderMap;
 
 use super::hmac;
+use super::json::json_fields;
 use super::{Error, Verified};
 use crate::config::secret::Secret;
 
@@ -92,7 +93,7 @@ pub(super) fn verify(
 
     Ok(Verified {
         event_id: String::from_utf8_lossy(id).into_owned(),
-        event_type: hmac::parse_json(body).and_then(|j| hmac::pointer_str(&j, "/type")),
+        event_type: json_fields(body, ["/type"]).and_then(|[kind]| kind.str()),
         timestamp: Some(timestamp),
         secret_index,
     })
