@@ -6,8 +6,8 @@
 //! `Timeout` (504).
 //!
 //! The client is small on purpose and runs entirely in the calling request's
-//! task: take an idle connection ([`pool`]) or open one ([`connect`]), write
-//! the request in one write, read and parse the answer ([`http1`]), give the
+//! task: take an idle connection (`pool`) or open one (`connect`), write
+//! the request in one write, read and parse the answer (`http1`), give the
 //! connection back. A general-purpose pooled client (a map under a mutex, a
 //! channel to a connection task, a second task per request) was the largest
 //! user-space cost per forwarded webhook; this costs a write, a read and the

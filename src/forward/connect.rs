@@ -20,8 +20,9 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[derive(Debug, thiserror::Error)]
 pub(super) enum Error {
-    #[error("upstream {0:?} is not an http:// or https:// URI with a host")]
-    NotAnOrigin(String),
+    // The URI itself is left out: its user info could hold a password.
+    #[error("the upstream is not an http:// or https:// URI with a host")]
+    NotAnOrigin,
     #[error("resolving {host}: {source}")]
     Resolve { host: String, source: io::Error },
     #[error("resolving {host}: no address")]
@@ -50,19 +51,18 @@ pub(super) struct Origin<'a> {
 
 impl<'a> Origin<'a> {
     pub fn of(uri: &'a Uri) -> Result<Origin<'a>, Error> {
-        let not_an_origin = || Error::NotAnOrigin(uri.to_string());
         let tls = match uri.scheme_str() {
             Some("http") => false,
             Some("https") => true,
-            _ => return Err(not_an_origin()),
+            _ => return Err(Error::NotAnOrigin),
         };
-        let authority = uri.authority().ok_or_else(not_an_origin)?.as_str();
+        let authority = uri.authority().ok_or(Error::NotAnOrigin)?.as_str();
         let authority = authority.rsplit('@').next().unwrap_or(authority);
         let host = uri
             .host()
             .map(|h| h.trim_start_matches('[').trim_end_matches(']'))
             .filter(|h| !h.is_empty())
-            .ok_or_else(not_an_origin)?;
+            .ok_or(Error::NotAnOrigin)?;
         let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
         Ok(Origin {
             tls,

@@ -5,7 +5,8 @@
 //!
 //! It also decides whether the connection may carry another request: only
 //! when the response was HTTP/1.1, did not say `Connection: close`, was
-//! framed by its length or its chunks, and nothing followed it.
+//! framed by its length or its chunks, and nothing followed it. (hookgate's
+//! own requests never carry `Connection`, so never ask to close.)
 
 use std::io::{self, IoSlice};
 
