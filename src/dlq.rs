@@ -379,9 +379,7 @@ impl Replayer<'_> {
     async fn settle_nonce(&self, nonce: Option<(String, String)>, done: bool) {
         let Some((key, token)) = nonce else { return };
         let result = if done {
-            self.store
-                .commit(&key, &token, self.config.store.nonce_ttl)
-                .await
+            self.store.commit(&key, self.config.store.nonce_ttl).await
         } else {
             self.store.release(&key, &token).await
         };

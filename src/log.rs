@@ -216,7 +216,7 @@ fn write_json_str(w: &mut impl fmt::Write, s: &str) -> fmt::Result {
 
 /// JSON string escaping as serde_json does it: `"` `\` and control
 /// characters, with the short forms where JSON has them.
-fn write_escaped(w: &mut impl fmt::Write, s: &str) -> fmt::Result {
+pub(crate) fn write_escaped(w: &mut impl fmt::Write, s: &str) -> fmt::Result {
     let bytes = s.as_bytes();
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {

@@ -27,7 +27,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Run { config, log_format } => {
             init_tracing(log_format);
-            let runtime = match tokio::runtime::Runtime::new() {
+            let runtime = match server_runtime() {
                 Ok(runtime) => runtime,
                 Err(e) => {
                     eprintln!("hookgate: cannot start the async runtime: {e}");
@@ -82,6 +82,21 @@ fn init_tracing(format: LogFormat) {
         LogFormat::Json => builder.event_format(hookgate::log::JsonLines).init(),
         LogFormat::Text => builder.init(),
     }
+}
+
+/// The runtime `run` serves on: one worker thread per CPU hookgate may use
+/// (its affinity mask and cgroup CPU quota count), and with a single CPU the
+/// current-thread scheduler, which runs every task on the main thread with
+/// no cross-thread hand-offs: a sidecar limited to one CPU pays nothing for
+/// work stealing it cannot use.
+fn server_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let mut builder = if cpus == 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    };
+    builder.enable_all().build()
 }
 
 async fn serve(path: PathBuf) -> ExitCode {

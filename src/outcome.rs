@@ -134,13 +134,10 @@ impl Outcome {
             Outcome::Handshake => r#"{"handshake":true}"#.to_owned(),
             Outcome::StaleVersion => r#"{"ignored":"stale_version"}"#.to_owned(),
             Outcome::Duplicate { event_id } => {
-                format!(
-                    r#"{{"duplicate":true,"event_id":{}}}"#,
-                    json_string(event_id)
-                )
+                with_event_id(r#"{"duplicate":true,"event_id":""#, event_id)
             }
             Outcome::Queued { event_id } => {
-                format!(r#"{{"queued":true,"event_id":{}}}"#, json_string(event_id))
+                with_event_id(r#"{"queued":true,"event_id":""#, event_id)
             }
             other => format!(r#"{{"error":"{}"}}"#, other.code()),
         }
@@ -182,9 +179,17 @@ impl Outcome {
     }
 }
 
-/// A JSON string literal (quoted and escaped).
-fn json_string(s: &str) -> String {
-    serde_json::Value::from(s).to_string()
+/// `head` (a JSON object's start, up to an opening quote), then `event_id`
+/// escaped, then `"}`. Written directly: the duplicate answer is the hot path
+/// of a duplicate storm, and `format!` through a `serde_json::Value` cost
+/// more than the rest of building the response.
+fn with_event_id(head: &str, event_id: &str) -> String {
+    let mut out = String::with_capacity(head.len() + event_id.len() + 8);
+    out.push_str(head);
+    // Writing to a String cannot fail.
+    let _ = crate::log::write_escaped(&mut out, event_id);
+    out.push_str("\"}");
+    out
 }
 
 impl From<&scheme::Error> for Outcome {
@@ -337,5 +342,27 @@ mod tests {
                 .headers()
                 .contains_key("retry-after")
         );
+    }
+
+    #[test]
+    fn event_ids_in_answers_are_escaped_as_serde_json_escapes_them() {
+        for id in [
+            "evt_1",
+            "a\"b\\c",
+            "line\nbreak\ttab",
+            "\u{1}\u{1f}\u{7f}",
+            "é✓😀",
+            "",
+        ] {
+            let expected = serde_json::json!({"duplicate": true, "event_id": id}).to_string();
+            let answered = Outcome::Duplicate {
+                event_id: id.to_owned(),
+            }
+            .body();
+            assert_eq!(answered, expected, "id {id:?}");
+            let parsed: serde_json::Value =
+                serde_json::from_str(&answered).expect("the answer is JSON");
+            assert_eq!(parsed["event_id"], id);
+        }
     }
 }

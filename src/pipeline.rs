@@ -167,7 +167,7 @@ async fn deliver(
     let server = &runtime.config.server;
     let event_id = key_safe_id(&verified.event_id);
     let key = nonce_key(&runtime.config.store.key_prefix, &source.name, &event_id);
-    let token = hex::encode(rand::random::<[u8; 16]>());
+    let token = lease_token();
     let lease = server.upstream_timeout.saturating_add(LEASE_MARGIN);
     let ev = Event {
         source,
@@ -272,13 +272,13 @@ async fn deliver(
             }
             unlock(state, source, lock, &event_id).await;
             let ttl = runtime.config.store.nonce_ttl;
-            if let Err(e) = state.store.commit(&key, &token, ttl).await {
+            if let Err(e) = state.store.commit(&key, ttl).await {
                 // The app took the event: its 2xx stands. The commit is tried
                 // again in the background; if Redis stays away longer than
                 // that, a retry after the lease expires is forwarded again.
                 state.metrics.store_errors.inc();
                 tracing::warn!(source = %source.name, event_id = %event_id, error = %e, "nonce commit failed; retrying in the background");
-                retry_commit(state, key.clone(), token.clone(), ttl, source.name.clone());
+                retry_commit(state, key.clone(), ttl, source.name.clone());
             }
             if let Some(ts) = verified.timestamp {
                 state
@@ -404,7 +404,7 @@ async fn pass_gate(
     unlock(state, source, lock, ev.event_id).await;
     if let Err(e) = state
         .store
-        .commit(ev.nonce, ev.token, runtime.config.store.nonce_ttl)
+        .commit(ev.nonce, runtime.config.store.nonce_ttl)
         .await
     {
         state.metrics.store_errors.inc();
@@ -447,7 +447,7 @@ async fn enqueue(
     }
     if let Err(e) = state
         .store
-        .commit(ev.nonce, ev.token, runtime.config.store.nonce_ttl)
+        .commit(ev.nonce, runtime.config.store.nonce_ttl)
         .await
     {
         // The event is queued and will be delivered; only a sender retry
@@ -505,16 +505,29 @@ async fn unlock(state: &State, source: &Source, lock: Option<(String, String)>, 
     }
 }
 
+/// A lease token: 128 random bits as 32 lowercase hex digits. By hand, not
+/// `hex::encode`, which collects a `String` a `char` at a time: every
+/// request makes one, duplicates included.
+fn lease_token() -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(32);
+    for byte in rand::random::<[u8; 16]>() {
+        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        out.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+    }
+    out
+}
+
 /// Retries a failed commit until it lands or [`COMMIT_RETRY_FOR`] passes.
-/// Safe at any time: the commit only sets `done` on a key that still holds
-/// this token or that is absent (the lease ran out and nobody took it since).
-fn retry_commit(state: &Arc<State>, key: String, token: String, ttl: Duration, source: String) {
+/// Safe at any time: the app accepted the event, so `done` is true whoever
+/// holds the key by then (see [`crate::store::Store::commit`]).
+fn retry_commit(state: &Arc<State>, key: String, ttl: Duration, source: String) {
     let state = Arc::clone(state);
     tokio::spawn(async move {
         let deadline = tokio::time::Instant::now() + COMMIT_RETRY_FOR;
         while tokio::time::Instant::now() < deadline {
             tokio::time::sleep(COMMIT_RETRY_EVERY).await;
-            match state.store.commit(&key, &token, ttl).await {
+            match state.store.commit(&key, ttl).await {
                 Ok(()) => {
                     tracing::info!(source = %source, "nonce committed on retry");
                     return;
@@ -752,6 +765,23 @@ fn unix_now_f64() -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lease_tokens_are_32_lowercase_hex_digits_and_differ() {
+        let a = lease_token();
+        let b = lease_token();
+        assert_eq!(a.len(), 32);
+        assert!(
+            a.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')),
+            "{a}"
+        );
+        assert_ne!(a, b);
+        // Every digit value shows up over a few tokens (the table is whole).
+        let seen: std::collections::BTreeSet<char> = (0..64)
+            .flat_map(|_| lease_token().chars().collect::<Vec<_>>())
+            .collect();
+        assert_eq!(seen.len(), 16, "{seen:?}");
+    }
 
     #[test]
     fn hostile_ids_become_bounded_keys() {

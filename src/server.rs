@@ -171,11 +171,10 @@ pub async fn serve<H, F>(
                 let stream = FirstBytes::new(stream, first_bytes);
                 let connection = builder.serve_connection(TokioIo::new(stream), service);
                 let connection = graceful.watch(connection.into_owned());
-                tokio::spawn(async move {
-                    let _slot = slot;
-                    if let Err(e) = connection.await {
-                        tracing::debug!(listener = name, error = %e, "connection ended with an error");
-                    }
+                tokio::spawn(Served {
+                    connection: Box::pin(connection),
+                    _slot: slot,
+                    listener: name,
                 });
             }
             Some(acceptor) => {
@@ -217,6 +216,32 @@ pub async fn serve<H, F>(
         _ = tokio::time::sleep(grace) => {
             tracing::warn!(listener = name, grace = ?grace, "grace period over, closing open connections");
         }
+    }
+}
+
+/// A plain connection's task: the connection, and the slot it gives back when
+/// it ends. A struct, not an `async` block: a block keeps the connection future
+/// both as a captured value and as the value it awaits, which made every idle
+/// connection's task 3.5 KiB instead of 1.8.
+struct Served<F> {
+    connection: Pin<Box<F>>,
+    _slot: Slot,
+    listener: &'static str,
+}
+
+impl<F, E> Future for Served<F>
+where
+    F: Future<Output = Result<(), E>>,
+    E: std::fmt::Display,
+{
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        if let Err(e) = ready!(this.connection.as_mut().poll(cx)) {
+            tracing::debug!(listener = this.listener, error = %e, "connection ended with an error");
+        }
+        Poll::Ready(())
     }
 }
 

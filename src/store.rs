@@ -1,8 +1,8 @@
 //! The nonce store: who has seen which event id.
 //!
 //! A fresh event takes its key with a lease holding this request's token; a 2xx
-//! from the app commits it to `done` for `nonce_ttl`; any other outcome releases
-//! it, but only while it still holds the same token. Two backends: an embedded
+//! from the app commits it to `done` for `nonce_ttl`, whoever holds it by then;
+//! any other outcome releases it, but only while it still holds the same token. Two backends: an embedded
 //! memory store for one replica, and Redis (or Redis Cluster) shared by all.
 
 use std::time::Duration;
@@ -71,15 +71,18 @@ impl Store {
         }
     }
 
-    /// Marks `key` done for `ttl` if it still holds `token`.
+    /// Marks `key` done for `ttl`: the app accepted the event.
     ///
-    /// If the lease ran out and nobody took the key since, it is marked done
-    /// anyway (the app did accept the event); if another request holds it now,
-    /// it is left alone.
-    pub async fn commit(&self, key: &str, token: &str, ttl: Duration) -> Result<(), Error> {
+    /// No token is compared. Done is a fact about the event, not about the
+    /// lease: if this request's lease ran out and another request holds the key
+    /// now, marking it done is still true, and it keeps that request's failure
+    /// (whose release compares the token) from reopening an event the app
+    /// already has. It is also safe to repeat, which the background retry of a
+    /// failed commit relies on.
+    pub async fn commit(&self, key: &str, ttl: Duration) -> Result<(), Error> {
         match self {
-            Store::Memory(store) => store.commit(key, token, ttl).await,
-            Store::Redis(store) => store.commit(key, token, ttl).await,
+            Store::Memory(store) => store.commit(key, ttl).await,
+            Store::Redis(store) => store.commit(key, ttl).await,
         }
     }
 

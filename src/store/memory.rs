@@ -135,24 +135,11 @@ impl MemoryStore {
         }
     }
 
-    /// Marks `key` done for `ttl` if it holds `token`, or if it is absent (the
-    /// lease ran out but nobody else took the key: the app did accept the event).
-    /// A key taken meanwhile by another request is left alone.
-    pub async fn commit(&self, key: &str, token: &str, ttl: Duration) -> Result<(), Error> {
+    /// Marks `key` done for `ttl`, whoever holds it (see [`super::Store::commit`]).
+    pub async fn commit(&self, key: &str, ttl: Duration) -> Result<(), Error> {
         let now = self.shared.now();
         let key = digest(key);
-        let token = digest(token);
         let mut state = self.lock();
-        match state.live(&key, now) {
-            Some(held) if held == token => {}
-            None => {}
-            Some(_) => {
-                tracing::debug!(
-                    "commit skipped: another request took the key, or it is already done"
-                );
-                return Ok(());
-            }
-        }
         let entry = Entry {
             expires_at: deadline(now, ttl),
             value: DONE,
@@ -352,7 +339,7 @@ mod tests {
             store.claim("k", "t2", LEASE).await.ok(),
             Some(Claim::InFlight)
         );
-        store.commit("k", "t1", TTL).await.ok();
+        store.commit("k", TTL).await.ok();
         assert_eq!(store.claim("k", "t3", LEASE).await.ok(), Some(Claim::Done));
     }
 
@@ -369,7 +356,7 @@ mod tests {
     async fn done_expires_after_ttl() {
         let store = MemoryStore::new(10);
         store.claim("k", "t1", LEASE).await.ok();
-        store.commit("k", "t1", TTL).await.ok();
+        store.commit("k", TTL).await.ok();
         tokio::time::advance(TTL - Duration::from_secs(1)).await;
         assert_eq!(store.claim("k", "t2", LEASE).await.ok(), Some(Claim::Done));
         tokio::time::advance(Duration::from_secs(1)).await;
@@ -393,20 +380,19 @@ mod tests {
     async fn release_does_not_undo_a_commit() {
         let store = MemoryStore::new(10);
         store.claim("k", "t1", LEASE).await.ok();
-        store.commit("k", "t1", TTL).await.ok();
+        store.commit("k", TTL).await.ok();
         store.release("k", "t1").await.ok();
         assert_eq!(store.claim("k", "t2", LEASE).await.ok(), Some(Claim::Done));
     }
 
     #[tokio::test(start_paused = true)]
-    async fn commit_needs_the_holding_token() {
+    async fn commit_marks_done_whoever_holds_the_lease() {
         let store = MemoryStore::new(10);
         store.claim("k", "t1", LEASE).await.ok();
-        store.commit("k", "other", TTL).await.ok();
-        assert_eq!(
-            store.claim("k", "t2", LEASE).await.ok(),
-            Some(Claim::InFlight)
-        );
+        store.commit("k", TTL).await.ok();
+        // The holder's release no longer reopens it.
+        store.release("k", "t1").await.ok();
+        assert_eq!(store.claim("k", "t2", LEASE).await.ok(), Some(Claim::Done));
     }
 
     #[tokio::test(start_paused = true)]
@@ -415,16 +401,17 @@ mod tests {
         // Nobody took the key after the lease ran out: the commit still records it.
         store.claim("a", "t1", LEASE).await.ok();
         tokio::time::advance(LEASE + Duration::from_secs(1)).await;
-        store.commit("a", "t1", TTL).await.ok();
+        store.commit("a", TTL).await.ok();
         assert_eq!(store.claim("a", "t9", LEASE).await.ok(), Some(Claim::Done));
 
-        // Another request took the key: the late commit leaves its lease alone.
+        // Another request took the key: the late commit still records the
+        // event, and that request failing does not reopen it.
         store.claim("b", "t1", LEASE).await.ok();
         tokio::time::advance(LEASE + Duration::from_secs(1)).await;
         assert_eq!(store.claim("b", "t2", LEASE).await.ok(), Some(Claim::Fresh));
-        store.commit("b", "t1", TTL).await.ok();
+        store.commit("b", TTL).await.ok();
         store.release("b", "t2").await.ok();
-        assert_eq!(store.claim("b", "t3", LEASE).await.ok(), Some(Claim::Fresh));
+        assert_eq!(store.claim("b", "t3", LEASE).await.ok(), Some(Claim::Done));
     }
 
     #[tokio::test(start_paused = true)]
@@ -432,7 +419,7 @@ mod tests {
         let store = MemoryStore::new(3);
         for key in ["a", "b", "c"] {
             assert_eq!(store.claim(key, "t", LEASE).await.ok(), Some(Claim::Fresh));
-            store.commit(key, "t", TTL).await.ok();
+            store.commit(key, TTL).await.ok();
         }
         assert!(matches!(
             store.claim("d", "t", LEASE).await,

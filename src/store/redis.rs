@@ -1,7 +1,10 @@
 //! The shared store: one Redis node, or a Redis Cluster.
 //!
-//! Every verb is one Lua script touching one key (one round trip, atomic, and
-//! the key decides the cluster slot), run with EVALSHA and loaded on `NOSCRIPT`.
+//! Every verb is one command or one Lua script touching one key (one round
+//! trip, atomic, and the key decides the cluster slot): a claim is `SET … NX PX
+//! … GET` (a script before Redis 7.0), a commit a plain `SET … PX`, a release
+//! and a version advance compare first, so they are scripts, run with EVALSHA
+//! and loaded on `NOSCRIPT`.
 //! A nonce key holds `inflight:<token>` while a request holds its lease and
 //! `done` once the app accepted the event. A version key holds a decimal integer.
 //!
@@ -55,25 +58,6 @@ if not v then
 end
 if v == 'done' then return 1 end
 return 2
-",
-    )
-});
-
-/// Marks a key done. KEYS[1] = key, ARGV[1] = `inflight:<token>`, ARGV[2] = ttl
-/// in ms. Sets `done` when the key holds this token, and also when it is absent:
-/// the lease expired before the app answered, nobody took the key since, and the
-/// app did accept the event, so recording it is what keeps a retry out. When
-/// another request took the key after the lease expired (or it is already
-/// done), it is left alone: that request owns it now. Returns 1 if it set `done`.
-static COMMIT: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-local v = redis.call('GET', KEYS[1])
-if v == false or v == ARGV[1] then
-  redis.call('SET', KEYS[1], 'done', 'PX', ARGV[2])
-  return 1
-end
-return 0
 ",
     )
 });
@@ -282,16 +266,21 @@ impl RedisStore {
         }
     }
 
-    /// Marks `key` done for `ttl` if it holds `token` or is absent (see [`COMMIT`]).
-    pub async fn commit(&self, key: &str, token: &str, ttl: Duration) -> Result<(), Error> {
-        let holder = format!("{INFLIGHT}{token}");
-        let set: i64 = self
-            .script(&COMMIT, key, &[&holder, &millis(ttl).to_string()])
-            .await?;
-        if set == 0 {
-            tracing::debug!("commit skipped: another request took the key, or it is already done");
-        }
-        Ok(())
+    /// Marks `key` done for `ttl` with a plain `SET key done PX ttl`: no token
+    /// to compare (see [`super::Store::commit`]), so no script runs.
+    pub async fn commit(&self, key: &str, ttl: Duration) -> Result<(), Error> {
+        let ttl = millis(ttl);
+        self.run(|mut conn| async move {
+            redis::cmd("SET")
+                .arg(key)
+                .arg("done")
+                .arg("PX")
+                .arg(ttl)
+                .query_async::<Value>(&mut conn)
+                .await
+        })
+        .await
+        .map(drop)
     }
 
     /// Deletes `key` if it holds `token`.

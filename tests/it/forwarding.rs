@@ -4,7 +4,9 @@
 
 use http::Method;
 
-use crate::support::{ConfigBuilder, Event, SourceSpec, Upstream, raw_request, sha256_hex};
+use crate::support::{
+    ConfigBuilder, Event, Hookgate, SourceSpec, Upstream, raw_request, sha256_hex,
+};
 
 #[tokio::test]
 async fn method_path_query_headers_and_raw_body_reach_the_app_unchanged() {
@@ -145,4 +147,33 @@ async fn without_an_event_type_there_is_no_type_header_and_the_id_is_the_body_ha
         forwarded.headers
     );
     assert_eq!(upstream.count(), 1);
+}
+
+/// With one CPU to run on, hookgate serves on Tokio's current-thread
+/// scheduler: forwarding, duplicates, the admin port and the SIGTERM drain
+/// must all work there too.
+#[tokio::test]
+async fn a_hookgate_on_one_cpu_forwards_answers_duplicates_and_drains() {
+    let upstream = Upstream::start().await;
+    let github = SourceSpec::github();
+    let config = ConfigBuilder::new(&upstream.url())
+        .source(github.clone())
+        .toml();
+    let mut gate = Hookgate::launch(&config).one_cpu().start().await;
+
+    for i in 0..20 {
+        let event = github.event(&format!("one-cpu-{i}"), "push");
+        gate.send(&github, &event).await.assert_app_ok();
+        gate.send(&github, &event)
+            .await
+            .assert_duplicate(&format!("one-cpu-{i}"));
+    }
+    assert_eq!(upstream.wait_for(20).await.len(), 20);
+    let metrics = gate.admin_get("/metrics").await;
+    assert_eq!(metrics.status, 200, "{}", gate.output());
+
+    gate.sigterm();
+    let status = gate.wait_exit().await;
+    assert!(status.success(), "exit {status:?}\n{}", gate.output());
+    assert_eq!(upstream.count(), 20);
 }

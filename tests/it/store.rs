@@ -25,8 +25,8 @@ async fn claim(store: &Store, key: &str, token: &str, lease: Duration) -> Claim 
     }
 }
 
-async fn commit(store: &Store, key: &str, token: &str) {
-    if let Err(e) = store.commit(key, token, TTL).await {
+async fn commit(store: &Store, key: &str) {
+    if let Err(e) = store.commit(key, TTL).await {
         panic!("commit {key}: {e}");
     }
 }
@@ -65,7 +65,7 @@ async fn suite(store: Arc<Store>) {
     let key = nonce("evt_1");
     assert_eq!(claim(&store, &key, "a", LEASE).await, Claim::Fresh);
     assert_eq!(claim(&store, &key, "b", LEASE).await, Claim::InFlight);
-    commit(&store, &key, "a").await;
+    commit(&store, &key).await;
     assert_eq!(claim(&store, &key, "b", LEASE).await, Claim::Done);
     // Releasing a done key does nothing, whatever the token.
     release(&store, &key, "a").await;
@@ -79,12 +79,11 @@ async fn suite(store: Arc<Store>) {
     release(&store, &key, "a").await;
     assert_eq!(claim(&store, &key, "c", LEASE).await, Claim::Fresh);
 
-    // Only the holding token commits.
+    // A commit is final: the holder's release does not reopen the event.
     let key = nonce("evt_commit");
     assert_eq!(claim(&store, &key, "a", LEASE).await, Claim::Fresh);
-    commit(&store, &key, "b").await;
-    assert_eq!(claim(&store, &key, "c", LEASE).await, Claim::InFlight);
-    commit(&store, &key, "a").await;
+    commit(&store, &key).await;
+    release(&store, &key, "a").await;
     assert_eq!(claim(&store, &key, "c", LEASE).await, Claim::Done);
 
     // A lease runs out: the key is fresh again.
@@ -96,19 +95,20 @@ async fn suite(store: Arc<Store>) {
     tokio::time::sleep(short + Duration::from_millis(200)).await;
     assert_eq!(claim(&store, &taken, "b", LEASE).await, Claim::Fresh);
     // A late commit on a lapsed, untaken key still records the event...
-    commit(&store, &lapsed, "a").await;
+    commit(&store, &lapsed).await;
     assert_eq!(claim(&store, &lapsed, "z", LEASE).await, Claim::Done);
-    // ...but leaves a key another request took meanwhile alone.
-    commit(&store, &taken, "a").await;
+    // ...and marks a key another request took meanwhile done too: the app
+    // has the event, so that request failing must not reopen it.
     assert_eq!(claim(&store, &taken, "z", LEASE).await, Claim::InFlight);
+    commit(&store, &taken).await;
     release(&store, &taken, "b").await;
-    assert_eq!(claim(&store, &taken, "z", LEASE).await, Claim::Fresh);
+    assert_eq!(claim(&store, &taken, "z", LEASE).await, Claim::Done);
 
     // Many events at once land on every slot owner.
     for i in 0..50 {
         let key = nonce(&format!("spread_{i}"));
         assert_eq!(claim(&store, &key, "a", LEASE).await, Claim::Fresh);
-        commit(&store, &key, "a").await;
+        commit(&store, &key).await;
         assert_eq!(claim(&store, &key, "b", LEASE).await, Claim::Done);
     }
 
@@ -216,7 +216,7 @@ async fn assert_unavailable(store: &Store) {
     let key = nonce("during_outage");
     let results: Vec<(&str, Duration, Result<(), Error>)> = vec![
         timed("claim", store.claim(&key, "t", LEASE)).await,
-        timed("commit", store.commit(&key, "t", TTL)).await,
+        timed("commit", store.commit(&key, TTL)).await,
         timed("release", store.release(&key, "t")).await,
         timed("ping", store.ping()).await,
         timed("version_check", store.version_check(&ver("x"))).await,
@@ -289,7 +289,7 @@ async fn scripts_are_loaded_again_after_a_flush() {
         .query(&mut admin)
         .expect("SCRIPT FLUSH");
     assert_eq!(claim(&store, &nonce("b"), "t", LEASE).await, Claim::Fresh);
-    commit(&store, &nonce("b"), "t").await;
+    commit(&store, &nonce("b")).await;
     assert_eq!(claim(&store, &nonce("b"), "u", LEASE).await, Claim::Done);
 }
 
@@ -311,7 +311,7 @@ async fn redis_layout_is_the_documented_one() {
     let lease_left = pttl(&mut admin, &key);
     assert!(lease_left > 25_000 && lease_left <= 30_000, "{lease_left}");
 
-    commit(&store, &key, "tok123").await;
+    commit(&store, &key).await;
     assert_eq!(get(&mut admin, &key).as_deref(), Some("done"));
     let ttl_left = pttl(&mut admin, &key);
     assert!(ttl_left > 3_500_000 && ttl_left <= 3_600_000, "{ttl_left}");

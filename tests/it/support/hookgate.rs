@@ -50,6 +50,7 @@ pub struct Launch {
     config: String,
     env: Vec<(String, String)>,
     config_from_env: bool,
+    one_cpu: bool,
 }
 
 impl Launch {
@@ -64,13 +65,25 @@ impl Launch {
         self
     }
 
+    /// Runs the process on one CPU (`taskset`), as a sidecar limited to one CPU.
+    pub fn one_cpu(mut self) -> Launch {
+        self.one_cpu = true;
+        self
+    }
+
     /// Spawns `hookgate run` and waits (bounded) until both listeners are bound.
     pub async fn start(self) -> Hookgate {
         let dir = tempfile::tempdir().expect("temp dir");
         let config_path = dir.path().join("hookgate.toml");
         std::fs::write(&config_path, &self.config).expect("write config");
 
-        let mut command = Command::new(BIN);
+        let mut command = if self.one_cpu {
+            let mut taskset = Command::new("taskset");
+            taskset.arg("-c").arg(first_allowed_cpu()).arg(BIN);
+            taskset
+        } else {
+            Command::new(BIN)
+        };
         command.arg("run");
         if !self.config_from_env {
             command.arg("--config").arg(&config_path);
@@ -84,7 +97,15 @@ impl Launch {
         if self.config_from_env {
             command.env("HOOKGATE_CONFIG", &config_path);
         }
-        let mut child = command.spawn().expect("spawn hookgate");
+        let mut child = match command.spawn() {
+            Ok(child) => child,
+            Err(e) if self.one_cpu => {
+                panic!(
+                    "spawn hookgate under taskset: {e} (taskset is in util-linux: apt-get install -y util-linux)"
+                )
+            }
+            Err(e) => panic!("spawn hookgate: {e}"),
+        };
         let stdout = Lines::default();
         let stderr = Lines::default();
         stdout.collect(child.stdout.take().expect("piped stdout"));
@@ -128,6 +149,7 @@ impl Hookgate {
             config: config.to_owned(),
             env: Vec::new(),
             config_from_env: false,
+            one_cpu: false,
         }
     }
 
@@ -403,4 +425,17 @@ pub async fn run_cli(args: &[&str]) -> (ExitStatus, String, String) {
         String::from_utf8_lossy(&output.stdout).into_owned(),
         String::from_utf8_lossy(&output.stderr).into_owned(),
     )
+}
+
+/// The first CPU this process may run on (from `Cpus_allowed_list`).
+fn first_allowed_cpu() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("Cpus_allowed_list:"))
+        .and_then(|list| {
+            let first = list.trim().split([',', '-']).next()?;
+            Some(first.to_owned())
+        })
+        .expect("Cpus_allowed_list in /proc/self/status")
 }
