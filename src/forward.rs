@@ -1,24 +1,48 @@
-//! Forwarding to the app: a pooled keep-alive client, header hygiene, timeouts.
+//! Forwarding to the app: a keep-alive HTTP/1.1 client, header hygiene, timeouts.
 //!
 //! The request goes out with its method, path, query, headers (minus hop-by-hop)
 //! and body byte for byte; the app's status, headers and body come back as they
 //! are. A refused connection is `Unavailable` (502), no answer in time is
 //! `Timeout` (504).
+//!
+//! The client is small on purpose and runs entirely in the calling request's
+//! task: take an idle connection (`pool`) or open one (`connect`), write
+//! the request in one write, read and parse the answer (`http1`), give the
+//! connection back. A general-purpose pooled client (a map under a mutex, a
+//! channel to a connection task, a second task per request) was the largest
+//! user-space cost per forwarded webhook; this costs a write, a read and the
+//! parsing.
+//!
+//! # Retries
+//!
+//! None once any byte of the request may have reached the app: a webhook POST
+//! is not idempotent, and a 502 makes the sender retry with the nonce
+//! released. The one exception is a reused idle connection whose very first
+//! write fails (the app closed it between the pool's check and the write):
+//! nothing was sent, so the request is written once more on a new connection.
+//!
+//! A connection whose exchange failed, timed out or was cancelled is dropped,
+//! never returned to the pool.
+
+mod connect;
+mod http1;
+mod pool;
 
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::uri::{PathAndQuery, Uri};
-use http::{Request, Response};
-use http_body_util::{BodyExt, Full, Limited};
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
+use http::{Method, Response};
+use tokio_rustls::TlsConnector;
 
 use crate::outcome::Body;
+
+use self::connect::{Origin, Stream};
+use self::http1::{Encoded, RequestHead};
+use self::pool::Pool;
 
 /// Largest app response hookgate relays; webhook answers are small.
 const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
@@ -30,7 +54,7 @@ const X_VERIFIED_PREFIX: &str = "x-verified-";
 const X_FORWARDED_FOR: &str = "x-forwarded-for";
 
 // The same names as values: a `&str` name is parsed and validated again on
-// every insert, a `HeaderName` constant is not.
+// every use, a `HeaderName` constant is not.
 const X_VERIFIED_EVENT_ID_NAME: HeaderName = HeaderName::from_static(X_VERIFIED_EVENT_ID);
 const X_VERIFIED_SOURCE_NAME: HeaderName = HeaderName::from_static(X_VERIFIED_SOURCE);
 const X_VERIFIED_EVENT_TYPE_NAME: HeaderName = HeaderName::from_static(X_VERIFIED_EVENT_TYPE);
@@ -52,10 +76,16 @@ pub struct Stamp<'a> {
     pub event_type: Option<&'a str>,
 }
 
-/// A pooled HTTP client to the app, shared by every request and kept across reloads.
+/// The client to the app, shared by every request and kept across reloads:
+/// idle connections per upstream, and the TLS setup for `https://` ones.
 #[derive(Clone)]
 pub struct Forwarder {
-    client: Client<HttpsConnector<HttpConnector>, Body>,
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: Pool,
+    tls: TlsConnector,
 }
 
 impl Default for Forwarder {
@@ -66,21 +96,15 @@ impl Default for Forwarder {
 
 impl Forwarder {
     pub fn new() -> Self {
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.set_connect_timeout(Some(Duration::from_secs(5)));
-        connector.enforce_http(false);
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(crate::tls::client_config())
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(connector);
-        let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(60))
-            .pool_max_idle_per_host(256)
-            .pool_timer(TokioTimer::new())
-            .build(connector);
-        Forwarder { client }
+        let mut config = crate::tls::client_config();
+        // Requests are HTTP/1.1; say so, so a server that prefers h2 does not pick it.
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Forwarder {
+            inner: Arc::new(Inner {
+                pool: Pool::default(),
+                tls: TlsConnector::from(Arc::new(config)),
+            }),
+        }
     }
 
     /// Sends `parts` + `body` to `upstream`, keeping the path and query, and
@@ -95,53 +119,90 @@ impl Forwarder {
         stamp: Option<Stamp<'_>>,
     ) -> Result<Response<Body>, Error> {
         let uri = upstream_uri(upstream, parts.uri.path_and_query())?;
-        let mut request = Request::new(Full::new(body));
-        *request.method_mut() = parts.method.clone();
-        *request.uri_mut() = uri;
-        let headers = request.headers_mut();
-        copy_end_to_end(&parts.headers, headers);
-        if let Some(ip) = peer {
-            append_forwarded_for(headers, ip);
-        }
-        if let Some(stamp) = stamp {
-            set_stamp(headers, stamp);
-        }
-
-        let exchange = async {
-            let response = self
-                .client
-                .request(request)
-                .await
-                .map_err(|e| Error::Unavailable(describe(&e)))?;
-            let (mut parts, incoming) = response.into_parts();
-            let body = Limited::new(incoming, MAX_RESPONSE_BYTES)
-                .collect()
-                .await
-                .map_err(|e| Error::Unavailable(format!("reading the app's response: {e}")))?
-                .to_bytes();
-            strip_hop_by_hop(&mut parts.headers);
-            // The app's HTTP version is its own connection's business; the
-            // sender's connection keeps the version it spoke.
-            parts.version = http::Version::default();
-            Ok(Response::from_parts(parts, Full::new(body)))
-        };
-        match tokio::time::timeout(timeout, exchange).await {
+        let origin = Origin::of(&uri).map_err(|e| Error::Unavailable(e.to_string()))?;
+        let target = uri.path_and_query().map_or("/", PathAndQuery::as_str);
+        let request = encode(parts, target, origin.authority, &body, peer, stamp);
+        let head_request = parts.method == Method::HEAD;
+        match tokio::time::timeout(timeout, self.exchange(&origin, &request, head_request)).await {
             Ok(result) => result,
             Err(_) => Err(Error::Timeout(timeout)),
         }
     }
+
+    /// One request and its answer on one connection; the connection goes
+    /// back to the pool only when the answer left it clean.
+    async fn exchange(
+        &self,
+        origin: &Origin<'_>,
+        request: &Encoded<'_>,
+        head_request: bool,
+    ) -> Result<Response<Body>, Error> {
+        let (mut stream, mut reused) = match self.inner.pool.checkout(origin) {
+            Some(stream) => (stream, true),
+            None => (self.connect(origin).await?, false),
+        };
+        loop {
+            match http1::write_request(&mut stream, request).await {
+                Ok(()) => break,
+                Err(e) if reused && !e.accepted => {
+                    tracing::debug!(error = %e, "an idle connection to the app was closed; opening a new one");
+                    stream = self.connect(origin).await?;
+                    reused = false;
+                }
+                Err(e) => {
+                    return Err(Error::Unavailable(format!("writing the request: {e}")));
+                }
+            }
+        }
+        let answer = http1::read_response(&mut stream, head_request, MAX_RESPONSE_BYTES)
+            .await
+            .map_err(|e| Error::Unavailable(format!("reading the app's response: {e}")))?;
+        if answer.reusable {
+            self.inner.pool.checkin(origin, stream);
+        }
+        let mut response = answer.response;
+        strip_hop_by_hop(response.headers_mut());
+        // The app's HTTP version is its own connection's business; the
+        // sender's connection keeps the version it spoke.
+        *response.version_mut() = http::Version::default();
+        Ok(response)
+    }
+
+    async fn connect(&self, origin: &Origin<'_>) -> Result<Stream, Error> {
+        connect::connect(origin, &self.inner.tls)
+            .await
+            .map_err(|e| Error::Unavailable(e.to_string()))
+    }
 }
 
-fn describe(e: &hyper_util::client::legacy::Error) -> String {
-    use std::error::Error as _;
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
+/// The request as it goes to the app: the sender's end-to-end headers, then
+/// `X-Forwarded-For`, then what hookgate vouches for.
+fn encode<'b>(
+    parts: &http::request::Parts,
+    target: &str,
+    host: &str,
+    body: &'b [u8],
+    peer: Option<IpAddr>,
+    stamp: Option<Stamp<'_>>,
+) -> Encoded<'b> {
+    let mut head = RequestHead::new(&parts.method, target, body.len());
+    let forwarded_for = peer.map(|ip| forwarded_for(&parts.headers, ip));
+    for (name, value) in end_to_end(&parts.headers) {
+        // The sender's own list is replaced by the one with its address.
+        if forwarded_for.is_some() && name == X_FORWARDED_FOR_NAME {
+            continue;
+        }
+        head.forward(name, value);
     }
-    text
+    if let Some(value) = &forwarded_for {
+        head.add(&X_FORWARDED_FOR_NAME, value.as_bytes());
+    }
+    if let Some(stamp) = stamp {
+        for (name, value) in stamp_headers(stamp) {
+            head.add(&name, value.as_bytes());
+        }
+    }
+    head.finish(host, body)
 }
 
 fn upstream_uri(upstream: &Uri, path_and_query: Option<&PathAndQuery>) -> Result<Uri, Error> {
@@ -186,16 +247,13 @@ fn connection_listed(headers: &HeaderMap) -> Vec<HeaderName> {
         .collect()
 }
 
-/// Copies the end-to-end headers of a client request, dropping hop-by-hop ones
-/// and any `X-Verified-*` a client sent (only hookgate may set those).
-fn copy_end_to_end(from: &HeaderMap, to: &mut HeaderMap) {
+/// The end-to-end headers of a client request, in order: hop-by-hop ones
+/// and any `X-Verified-*` a client sent (only hookgate may set those) are
+/// left out.
+fn end_to_end(from: &HeaderMap) -> impl Iterator<Item = (&HeaderName, &HeaderValue)> {
     let listed = connection_listed(from);
-    for (name, value) in from {
-        if is_hop_by_hop(name, &listed) || is_verified_header(name) {
-            continue;
-        }
-        to.append(name.clone(), value.clone());
-    }
+    from.iter()
+        .filter(move |(name, _)| !is_hop_by_hop(name, &listed) && !is_verified_header(name))
 }
 
 pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
@@ -232,31 +290,35 @@ pub fn strip_verified(headers: &mut HeaderMap) {
     }
 }
 
-fn append_forwarded_for(headers: &mut HeaderMap, ip: IpAddr) {
-    let value = match headers
+/// The `X-Forwarded-For` value for a request from `ip`: the sender's list
+/// with `ip` appended.
+fn forwarded_for(headers: &HeaderMap, ip: IpAddr) -> String {
+    match headers
         .get(&X_FORWARDED_FOR_NAME)
         .and_then(|v| v.to_str().ok())
     {
         Some(existing) if !existing.trim().is_empty() => format!("{existing}, {ip}"),
         _ => ip.to_string(),
-    };
-    // `insert` replaces every earlier value, as a `remove` then `insert` would.
-    if let Ok(value) = HeaderValue::try_from(value) {
-        headers.insert(X_FORWARDED_FOR_NAME, value);
     }
 }
 
-fn set_stamp(headers: &mut HeaderMap, stamp: Stamp<'_>) {
-    let mut set = |name: HeaderName, value: &str| {
-        if let Ok(value) = HeaderValue::from_str(value) {
-            headers.insert(name, value);
-        }
-    };
-    set(X_VERIFIED_EVENT_ID_NAME, stamp.event_id);
-    set(X_VERIFIED_SOURCE_NAME, stamp.source);
-    if let Some(t) = stamp.event_type {
-        set(X_VERIFIED_EVENT_TYPE_NAME, t);
-    }
+/// The `X-Verified-*` headers for `stamp`; a value that cannot be a header
+/// value (a control character) is left out rather than sent broken.
+fn stamp_headers(stamp: Stamp<'_>) -> impl Iterator<Item = (HeaderName, &str)> {
+    [
+        (X_VERIFIED_EVENT_ID_NAME, Some(stamp.event_id)),
+        (X_VERIFIED_SOURCE_NAME, Some(stamp.source)),
+        (X_VERIFIED_EVENT_TYPE_NAME, stamp.event_type),
+    ]
+    .into_iter()
+    .filter_map(|(name, value)| Some((name, value.filter(|v| is_header_value(v))?)))
+}
+
+/// What `HeaderValue::from_str` accepts, without building one.
+fn is_header_value(value: &str) -> bool {
+    value
+        .bytes()
+        .all(|b| b == b'\t' || (b >= 0x20 && b != 0x7f))
 }
 
 #[cfg(test)]
@@ -277,7 +339,9 @@ mod tests {
         from.append("x-custom", HeaderValue::from_static("a"));
         from.append("x-custom", HeaderValue::from_static("b"));
         let mut to = HeaderMap::new();
-        copy_end_to_end(&from, &mut to);
+        for (name, value) in end_to_end(&from) {
+            to.append(name.clone(), value.clone());
+        }
         assert_eq!(to.len(), 2);
         let custom: Vec<_> = to.get_all("x-custom").iter().collect();
         assert_eq!(custom, vec!["a", "b"]);
@@ -286,11 +350,119 @@ mod tests {
     #[test]
     fn forwarded_for_appends() {
         let mut h = HeaderMap::new();
-        append_forwarded_for(&mut h, "10.0.0.1".parse().expect("ip"));
-        append_forwarded_for(&mut h, "::1".parse().expect("ip"));
         assert_eq!(
-            h.get(X_FORWARDED_FOR).map(|v| v.as_bytes()),
-            Some(&b"10.0.0.1, ::1"[..])
+            forwarded_for(&h, "10.0.0.1".parse().expect("ip")),
+            "10.0.0.1"
+        );
+        h.insert(X_FORWARDED_FOR, HeaderValue::from_static("10.0.0.1"));
+        assert_eq!(
+            forwarded_for(&h, "::1".parse().expect("ip")),
+            "10.0.0.1, ::1"
+        );
+        h.insert(X_FORWARDED_FOR, HeaderValue::from_static("  "));
+        assert_eq!(forwarded_for(&h, "::1".parse().expect("ip")), "::1");
+    }
+
+    fn request(headers: &[(&str, &[u8])]) -> http::request::Parts {
+        let mut request = http::Request::new(());
+        *request.method_mut() = Method::POST;
+        *request.uri_mut() = "/hooks/a?b=c".parse().expect("uri");
+        for (name, value) in headers {
+            request.headers_mut().append(
+                HeaderName::from_bytes(name.as_bytes()).expect("name"),
+                HeaderValue::from_bytes(value).expect("value"),
+            );
+        }
+        request.into_parts().0
+    }
+
+    fn wire(encoded: &Encoded<'_>) -> String {
+        let mut bytes = encoded.head.clone();
+        bytes.extend_from_slice(encoded.rest);
+        String::from_utf8(bytes).expect("ASCII here")
+    }
+
+    #[test]
+    fn the_request_as_the_app_sees_it() {
+        let parts = request(&[
+            ("host", b"hooks.example.com"),
+            ("content-type", b"application/json"),
+            ("x-forwarded-for", b"203.0.113.9"),
+            ("content-length", b"2"),
+            ("connection", b"keep-alive, x-hop"),
+            ("x-hop", b"1"),
+            ("x-verified-source", b"spoofed"),
+            ("x-multi", b"1"),
+            ("x-multi", b"2"),
+        ]);
+        let stamp = Stamp {
+            event_id: "evt_1",
+            source: "stripe",
+            event_type: Some("invoice.paid"),
+        };
+        let peer = Some("10.1.2.3".parse().expect("ip"));
+        let encoded = encode(&parts, "/hooks/a?b=c", "app:3000", b"{}", peer, Some(stamp));
+        assert_eq!(
+            wire(&encoded),
+            "POST /hooks/a?b=c HTTP/1.1\r\n\
+             host: hooks.example.com\r\n\
+             content-type: application/json\r\n\
+             x-multi: 1\r\n\
+             x-multi: 2\r\n\
+             x-forwarded-for: 203.0.113.9, 10.1.2.3\r\n\
+             x-verified-event-id: evt_1\r\n\
+             x-verified-source: stripe\r\n\
+             x-verified-event-type: invoice.paid\r\n\
+             content-length: 2\r\n\
+             \r\n\
+             {}"
+        );
+    }
+
+    #[test]
+    fn without_a_peer_or_stamp_only_the_senders_headers_go() {
+        let parts = request(&[("x-forwarded-for", b"203.0.113.9")]);
+        let encoded = encode(&parts, "/", "app:3000", b"", None, None);
+        assert_eq!(
+            wire(&encoded),
+            "POST / HTTP/1.1\r\n\
+             x-forwarded-for: 203.0.113.9\r\n\
+             host: app:3000\r\n\
+             content-length: 0\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn a_stamp_value_that_cannot_be_a_header_is_left_out() {
+        let parts = request(&[]);
+        let stamp = Stamp {
+            event_id: "evt\r\nx-injected: 1",
+            source: "s",
+            event_type: Some("t\u{7f}"),
+        };
+        let text = wire(&encode(&parts, "/", "app", b"", None, Some(stamp)));
+        assert!(!text.contains("x-injected"), "{text}");
+        assert!(!text.contains("x-verified-event-id"), "{text}");
+        assert!(!text.contains("x-verified-event-type"), "{text}");
+        assert!(text.contains("x-verified-source: s\r\n"), "{text}");
+    }
+
+    #[test]
+    fn header_value_check_matches_http() {
+        for b in 0..=255u8 {
+            let Ok(text) = std::str::from_utf8(std::slice::from_ref(&b)) else {
+                continue;
+            };
+            assert_eq!(
+                is_header_value(text),
+                HeaderValue::from_str(text).is_ok(),
+                "byte {b:#x}"
+            );
+        }
+        assert!(is_header_value("caf\u{e9} ok"));
+        assert_eq!(
+            is_header_value("caf\u{e9} ok"),
+            HeaderValue::from_str("caf\u{e9} ok").is_ok()
         );
     }
 

@@ -9,7 +9,7 @@
 //! - [`scheme`]: each sender's signature scheme; produces [`scheme::Verified`].
 //! - [`store`]: the nonce store (memory or Redis) that turns retries into duplicates.
 //! - [`ordering`]: the version gate: never older than what the app accepted.
-//! - [`forward`]: the pooled client to the app, header hygiene, timeouts.
+//! - [`forward`]: the keep-alive HTTP/1.1 client to the app, header hygiene, timeouts.
 //! - [`queue`]: queue delivery: the durable stream, workers, retries.
 //! - [`dlq`]: dead letters: what the app could not take, and replay.
 //! - [`pipeline`]: the DESIGN §3 order, top to bottom, ending in one [`outcome::Outcome`].

@@ -25,6 +25,9 @@
 //! - `queue`: queue delivery: ack after enqueue, retries, 4xx, SIGKILL, replicas.
 //! - `dlq`: dead letters in both modes, `hookgate dlq`, the admin endpoints.
 //! - `delivery_kit`: what those three share (scripted app, in-process hookgate).
+//! - `upstream_conn`: connections to the app: keep-alive reuse, apps closing
+//!   idle connections, chunked and close-delimited answers, silent or broken
+//!   answers, an `https://` app.
 
 mod support;
 
@@ -52,3 +55,4 @@ mod shutdown;
 mod store;
 mod store_failure;
 mod tls;
+mod upstream_conn;

@@ -1,0 +1,1093 @@
+//! HTTP/1.1 on the wire to the app: the request head (and small bodies) in
+//! one buffer written at once, the response head parsed with `httparse`, and
+//! the response body framed per RFC 9112 §6.3 (none, `Content-Length`,
+//! chunked, or until the app closes).
+//!
+//! It also decides whether the connection may carry another request: only
+//! when the response was HTTP/1.1, did not say `Connection: close`, was
+//! framed by its length or its chunks, and nothing followed it. (hookgate's
+//! own requests never carry `Connection`, so never ask to close.)
+
+use std::io::{self, IoSlice};
+
+use bytes::{Buf, Bytes, BytesMut};
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::{Method, Response, StatusCode};
+use http_body_util::Full;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::outcome::Body;
+
+/// Bodies up to this size are copied behind the head so the whole request
+/// goes out in one write; larger ones are written from where they are.
+pub(super) const COPY_BODY_LIMIT: usize = 64 * 1024;
+/// Largest response head (status line and headers) accepted.
+pub(super) const MAX_HEAD_BYTES: usize = 64 * 1024;
+/// Most response header fields accepted.
+const MAX_HEADERS: usize = 128;
+/// Longest chunk-size line (extensions included) accepted.
+const MAX_CHUNK_LINE: usize = 4 * 1024;
+/// Bytes asked of the socket per read when nothing better is known.
+const READ_SIZE: usize = 8 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Error {
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    #[error("the connection closed before a response arrived")]
+    NoResponse,
+    #[error("the connection closed in the middle of the response")]
+    Truncated,
+    #[error("malformed response head: {0}")]
+    Head(httparse::Error),
+    #[error("response head too large (over {MAX_HEAD_BYTES} bytes)")]
+    HeadTooLarge,
+    #[error("malformed response: {0}")]
+    Malformed(&'static str),
+    #[error("101 Switching Protocols to a request that asked for no upgrade")]
+    Upgrade,
+    #[error("response body over {0} bytes")]
+    BodyTooLarge(usize),
+}
+
+/// A write that failed, and whether any byte of the request got out first.
+#[derive(Debug, thiserror::Error)]
+#[error("{source}")]
+pub(super) struct WriteError {
+    /// False only when the very first write failed: the app has seen nothing.
+    pub accepted: bool,
+    pub source: io::Error,
+}
+
+// ---------------------------------------------------------------------------
+// The request
+
+/// Methods whose empty body needs no `Content-Length: 0` (RFC 9110 §8.6).
+fn body_optional(method: &Method) -> bool {
+    matches!(
+        *method,
+        Method::GET | Method::HEAD | Method::DELETE | Method::OPTIONS | Method::TRACE
+    )
+}
+
+/// A request head being written: request line, then header fields.
+pub(super) struct RequestHead {
+    buf: Vec<u8>,
+    has_host: bool,
+    sender_length: bool,
+    body_optional: bool,
+}
+
+/// A request ready to be written: `head` (with the body when small) and the
+/// body bytes still to follow it.
+pub(super) struct Encoded<'b> {
+    pub head: Vec<u8>,
+    pub rest: &'b [u8],
+}
+
+impl RequestHead {
+    /// Starts `METHOD target HTTP/1.1`; `body_len` sizes the buffer.
+    pub fn new(method: &Method, target: &str, body_len: usize) -> RequestHead {
+        let body_room = if body_len <= COPY_BODY_LIMIT {
+            body_len
+        } else {
+            0
+        };
+        let mut buf = Vec::with_capacity(1024 + body_room);
+        buf.extend_from_slice(method.as_str().as_bytes());
+        buf.push(b' ');
+        buf.extend_from_slice(target.as_bytes());
+        buf.extend_from_slice(b" HTTP/1.1\r\n");
+        RequestHead {
+            buf,
+            has_host: false,
+            sender_length: false,
+            body_optional: body_optional(method),
+        }
+    }
+
+    /// A header field of the sender's request. The message framing is this
+    /// hop's own business: the sender's `Content-Length` is replaced by ours,
+    /// and `Transfer-Encoding` and `Connection` are never sent.
+    pub fn forward(&mut self, name: &HeaderName, value: &HeaderValue) {
+        if name == header::CONTENT_LENGTH {
+            self.sender_length = true;
+            return;
+        }
+        if name == header::TRANSFER_ENCODING || name == header::CONNECTION {
+            return;
+        }
+        if name == header::HOST {
+            self.has_host = true;
+        }
+        self.field(name.as_str().as_bytes(), value.as_bytes());
+    }
+
+    /// A header field hookgate adds (a valid value: no CR, LF or NUL).
+    pub fn add(&mut self, name: &HeaderName, value: &[u8]) {
+        self.field(name.as_str().as_bytes(), value);
+    }
+
+    fn field(&mut self, name: &[u8], value: &[u8]) {
+        // Values go out as the bytes they are, obs-text included.
+        self.buf.extend_from_slice(name);
+        self.buf.extend_from_slice(b": ");
+        self.buf.extend_from_slice(value);
+        self.buf.extend_from_slice(b"\r\n");
+    }
+
+    /// Ends the head: `host` when the sender sent no `Host`, our own
+    /// `Content-Length`, the blank line, and the body if it is small.
+    pub fn finish<'b>(mut self, host: &str, body: &'b [u8]) -> Encoded<'b> {
+        if !self.has_host {
+            self.field(b"host", host.as_bytes());
+        }
+        if !body.is_empty() || !self.body_optional || self.sender_length {
+            let mut digits = [0u8; 20];
+            let len = format_len(body.len(), &mut digits);
+            self.field(b"content-length", len);
+        }
+        self.buf.extend_from_slice(b"\r\n");
+        if body.len() <= COPY_BODY_LIMIT {
+            self.buf.extend_from_slice(body);
+            Encoded {
+                head: self.buf,
+                rest: &[],
+            }
+        } else {
+            Encoded {
+                head: self.buf,
+                rest: body,
+            }
+        }
+    }
+}
+
+/// `n` in decimal, written at the end of `buf`.
+fn format_len(mut n: usize, buf: &mut [u8; 20]) -> &[u8] {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[at..];
+        }
+    }
+}
+
+/// Writes the whole request. Fails with `accepted: false` only when the
+/// first write call failed, before the app could have seen a byte.
+pub(super) async fn write_request<S>(io: &mut S, request: &Encoded<'_>) -> Result<(), WriteError>
+where
+    S: AsyncWrite + Unpin,
+{
+    let head = request.head.as_slice();
+    let rest = request.rest;
+    let total = head.len() + rest.len();
+    let mut written = 0;
+    while written < total {
+        let result = if written < head.len() {
+            if rest.is_empty() {
+                io.write(&head[written..]).await
+            } else {
+                let parts = [IoSlice::new(&head[written..]), IoSlice::new(rest)];
+                io.write_vectored(&parts).await
+            }
+        } else {
+            io.write(&rest[written - head.len()..]).await
+        };
+        match result {
+            Ok(0) => {
+                return Err(WriteError {
+                    accepted: written > 0,
+                    source: io::ErrorKind::WriteZero.into(),
+                });
+            }
+            Ok(n) => written += n,
+            Err(source) => {
+                return Err(WriteError {
+                    accepted: written > 0,
+                    source,
+                });
+            }
+        }
+    }
+    io.flush().await.map_err(|source| WriteError {
+        accepted: true,
+        source,
+    })
+}
+
+// ---------------------------------------------------------------------------
+// The response
+
+/// The app's response, and whether its connection may be reused.
+#[derive(Debug)]
+pub(super) struct Answer {
+    pub response: Response<Body>,
+    pub reusable: bool,
+}
+
+struct Head {
+    status: StatusCode,
+    http11: bool,
+    headers: HeaderMap,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Framing {
+    /// No body at all (HEAD, 204, 304).
+    Empty,
+    Length(usize),
+    Chunked,
+    /// Everything until the app closes the connection.
+    UntilClose,
+}
+
+/// Reads one response off `io`: interim 1xx answers are skipped, the body
+/// is read whole (at most `limit` bytes). `head_request` says the request was
+/// a HEAD, whose answer has no body whatever its headers say.
+pub(super) async fn read_response<S>(
+    io: &mut S,
+    head_request: bool,
+    limit: usize,
+) -> Result<Answer, Error>
+where
+    S: AsyncRead + Unpin,
+{
+    let mut buf = BytesMut::with_capacity(READ_SIZE);
+    let head = loop {
+        if let Some(head) = take_head(&mut buf)? {
+            match head.status.as_u16() {
+                101 => return Err(Error::Upgrade),
+                100..=199 => continue,
+                _ => break head,
+            }
+        }
+        if buf.len() >= MAX_HEAD_BYTES {
+            return Err(Error::HeadTooLarge);
+        }
+        if fill(io, &mut buf, READ_SIZE).await? == 0 {
+            return Err(if buf.is_empty() {
+                Error::NoResponse
+            } else {
+                Error::Truncated
+            });
+        }
+    };
+    let Head {
+        status,
+        http11,
+        mut headers,
+    } = head;
+
+    let (framing, ambiguous) = framing(head_request, status, &headers)?;
+    let body = match framing {
+        Framing::Empty => Bytes::new(),
+        Framing::Length(len) => {
+            if len > limit {
+                return Err(Error::BodyTooLarge(limit));
+            }
+            normalize_length(&mut headers, len);
+            read_length(io, &mut buf, len).await?
+        }
+        Framing::Chunked => read_chunked(io, &mut buf, limit).await?,
+        Framing::UntilClose => read_to_close(io, &mut buf, limit).await?,
+    };
+    let reusable = http11
+        && !ambiguous
+        && framing != Framing::UntilClose
+        && !says_close(&headers)
+        && buf.is_empty();
+
+    let mut response = Response::new(Full::new(body));
+    *response.status_mut() = status;
+    *response.headers_mut() = headers;
+    Ok(Answer { response, reusable })
+}
+
+/// Reads more into `buf` (room for at least `want` bytes); 0 at end of stream.
+async fn fill<S>(io: &mut S, buf: &mut BytesMut, want: usize) -> Result<usize, Error>
+where
+    S: AsyncRead + Unpin,
+{
+    buf.reserve(want.max(1));
+    Ok(io.read_buf(buf).await?)
+}
+
+/// Parses a complete response head at the start of `buf` and removes it from
+/// `buf`; `None` when more bytes are needed. Header values share the bytes
+/// read, without a copy.
+fn take_head(buf: &mut BytesMut) -> Result<Option<Head>, Error> {
+    if buf.is_empty() {
+        return Ok(None);
+    }
+    let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut parsed = httparse::Response::new(&mut slots);
+    let len = match parsed.parse(buf) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(httparse::Error::TooManyHeaders) => {
+            return Err(Error::Malformed("more than 128 header fields"));
+        }
+        Err(e) => return Err(Error::Head(e)),
+    };
+    let status = parsed
+        .code
+        .and_then(|code| StatusCode::from_u16(code).ok())
+        .ok_or(Error::Malformed("invalid status code"))?;
+    let http11 = parsed.version == Some(1);
+    // Where each name and value sits in `buf`, so they can be cut out of the
+    // frozen head below.
+    let start = buf.as_ptr() as usize;
+    let mut spans = [(0usize, 0usize, 0usize, 0usize); MAX_HEADERS];
+    let count = parsed.headers.len();
+    for (span, field) in spans.iter_mut().zip(parsed.headers.iter()) {
+        *span = (
+            field.name.as_ptr() as usize - start,
+            field.name.len(),
+            field.value.as_ptr() as usize - start,
+            field.value.len(),
+        );
+    }
+    let head = buf.split_to(len).freeze();
+    let mut headers = HeaderMap::with_capacity(count);
+    for &(name_at, name_len, value_at, value_len) in &spans[..count] {
+        let name = HeaderName::from_bytes(&head[name_at..name_at + name_len])
+            .map_err(|_| Error::Malformed("invalid header name"))?;
+        let value = HeaderValue::from_maybe_shared(head.slice(value_at..value_at + value_len))
+            .map_err(|_| Error::Malformed("invalid header value"))?;
+        headers.append(name, value);
+    }
+    Ok(Some(Head {
+        status,
+        http11,
+        headers,
+    }))
+}
+
+/// How the body is delimited (RFC 9112 §6.3), and whether the head was
+/// ambiguous enough (`Transfer-Encoding` and `Content-Length` together) that
+/// the connection must not be trusted with another request.
+fn framing(
+    head_request: bool,
+    status: StatusCode,
+    headers: &HeaderMap,
+) -> Result<(Framing, bool), Error> {
+    if head_request
+        || status.is_informational()
+        || status == StatusCode::NO_CONTENT
+        || status == StatusCode::NOT_MODIFIED
+    {
+        return Ok((Framing::Empty, false));
+    }
+    let has_length = headers.contains_key(header::CONTENT_LENGTH);
+    if headers.contains_key(header::TRANSFER_ENCODING) {
+        // Only a final `chunked` delimits the body; any other coding runs
+        // until the app closes.
+        let last = headers
+            .get_all(header::TRANSFER_ENCODING)
+            .iter()
+            .flat_map(|v| v.as_bytes().split(|&b| b == b','))
+            .map(<[u8]>::trim_ascii)
+            .rfind(|coding| !coding.is_empty());
+        let framing = match last {
+            Some(coding) if coding.eq_ignore_ascii_case(b"chunked") => Framing::Chunked,
+            _ => Framing::UntilClose,
+        };
+        return Ok((framing, has_length));
+    }
+    if has_length {
+        return Ok((Framing::Length(content_length(headers)?), false));
+    }
+    Ok((Framing::UntilClose, false))
+}
+
+/// The one length every `Content-Length` value agrees on.
+fn content_length(headers: &HeaderMap) -> Result<usize, Error> {
+    let mut length = None;
+    for value in headers.get_all(header::CONTENT_LENGTH) {
+        for item in value.as_bytes().split(|&b| b == b',') {
+            let item = item.trim_ascii();
+            if item.is_empty() || !item.iter().all(u8::is_ascii_digit) {
+                return Err(Error::Malformed("invalid content-length"));
+            }
+            let n = std::str::from_utf8(item)
+                .ok()
+                .and_then(|s| s.parse::<usize>().ok())
+                .ok_or(Error::Malformed("content-length out of range"))?;
+            match length {
+                Some(seen) if seen != n => {
+                    return Err(Error::Malformed("conflicting content-length values"));
+                }
+                _ => length = Some(n),
+            }
+        }
+    }
+    length.ok_or(Error::Malformed("invalid content-length"))
+}
+
+/// Leaves one plain `Content-Length` where the app repeated an agreeing one.
+fn normalize_length(headers: &mut HeaderMap, len: usize) {
+    let mut values = headers.get_all(header::CONTENT_LENGTH).iter();
+    let plain = match (values.next(), values.next()) {
+        (Some(only), None) => only.as_bytes().iter().all(u8::is_ascii_digit),
+        _ => false,
+    };
+    if !plain {
+        headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    }
+}
+
+fn says_close(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .flat_map(|v| v.as_bytes().split(|&b| b == b','))
+        .any(|token| token.trim_ascii().eq_ignore_ascii_case(b"close"))
+}
+
+async fn read_length<S>(io: &mut S, buf: &mut BytesMut, len: usize) -> Result<Bytes, Error>
+where
+    S: AsyncRead + Unpin,
+{
+    while buf.len() < len {
+        let missing = len - buf.len();
+        if fill(io, buf, missing).await? == 0 {
+            return Err(Error::Truncated);
+        }
+    }
+    Ok(buf.split_to(len).freeze())
+}
+
+async fn read_to_close<S>(io: &mut S, buf: &mut BytesMut, limit: usize) -> Result<Bytes, Error>
+where
+    S: AsyncRead + Unpin,
+{
+    loop {
+        if buf.len() > limit {
+            return Err(Error::BodyTooLarge(limit));
+        }
+        if fill(io, buf, READ_SIZE).await? == 0 {
+            return Ok(buf.split().freeze());
+        }
+    }
+}
+
+async fn read_chunked<S>(io: &mut S, buf: &mut BytesMut, limit: usize) -> Result<Bytes, Error>
+where
+    S: AsyncRead + Unpin,
+{
+    let mut body = BytesMut::new();
+    loop {
+        let size = chunk_size(io, buf).await?;
+        if size == 0 {
+            break;
+        }
+        if size > (limit - body.len()) as u64 {
+            return Err(Error::BodyTooLarge(limit));
+        }
+        // At most `limit`, so it fits in usize.
+        let mut missing = size as usize;
+        body.reserve(missing);
+        while missing > 0 {
+            if buf.is_empty() && fill(io, buf, missing.min(1 << 20)).await? == 0 {
+                return Err(Error::Truncated);
+            }
+            let n = missing.min(buf.len());
+            body.extend_from_slice(&buf[..n]);
+            buf.advance(n);
+            missing -= n;
+        }
+        while buf.len() < 2 {
+            if fill(io, buf, READ_SIZE).await? == 0 {
+                return Err(Error::Truncated);
+            }
+        }
+        if &buf[..2] != b"\r\n" {
+            return Err(Error::Malformed("chunk data not followed by CRLF"));
+        }
+        buf.advance(2);
+    }
+    skip_trailers(io, buf).await?;
+    Ok(body.freeze())
+}
+
+/// Reads a chunk-size line (extensions ignored) and returns the size.
+async fn chunk_size<S>(io: &mut S, buf: &mut BytesMut) -> Result<u64, Error>
+where
+    S: AsyncRead + Unpin,
+{
+    loop {
+        // httparse takes an empty size as 0; a size needs at least one digit.
+        if buf.first().is_some_and(|b| !b.is_ascii_hexdigit()) {
+            return Err(Error::Malformed("invalid chunk size"));
+        }
+        match httparse::parse_chunk_size(buf) {
+            Ok(httparse::Status::Complete((used, _))) if used > MAX_CHUNK_LINE => {
+                return Err(Error::Malformed("chunk size line too long"));
+            }
+            Ok(httparse::Status::Complete((used, size))) => {
+                buf.advance(used);
+                return Ok(size);
+            }
+            Ok(httparse::Status::Partial) => {
+                if buf.len() > MAX_CHUNK_LINE {
+                    return Err(Error::Malformed("chunk size line too long"));
+                }
+                if fill(io, buf, READ_SIZE).await? == 0 {
+                    return Err(Error::Truncated);
+                }
+            }
+            Err(_) => return Err(Error::Malformed("invalid chunk size")),
+        }
+    }
+}
+
+/// Reads the trailer section after the last chunk, up to its blank line,
+/// and discards it.
+async fn skip_trailers<S>(io: &mut S, buf: &mut BytesMut) -> Result<(), Error>
+where
+    S: AsyncRead + Unpin,
+{
+    let mut seen = 0;
+    loop {
+        match buf.iter().position(|&b| b == b'\n') {
+            Some(end) => {
+                let line = buf[..end].strip_suffix(b"\r").unwrap_or(&buf[..end]);
+                let blank = line.is_empty();
+                buf.advance(end + 1);
+                seen += end + 1;
+                if blank {
+                    return Ok(());
+                }
+            }
+            None => {
+                if fill(io, buf, READ_SIZE).await? == 0 {
+                    return Err(Error::Truncated);
+                }
+            }
+        }
+        if seen + buf.len() > MAX_HEAD_BYTES + READ_SIZE {
+            return Err(Error::Malformed("trailer section too large"));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    use tokio::io::ReadBuf;
+
+    use super::*;
+
+    // -- The request ------------------------------------------------------
+
+    fn encode(method: Method, headers: &[(&str, &[u8])], body: &[u8]) -> Vec<u8> {
+        let mut head = RequestHead::new(&method, "/hook?x=1", body.len());
+        for (name, value) in headers {
+            let name = HeaderName::from_bytes(name.as_bytes()).expect("name");
+            let value = HeaderValue::from_bytes(value).expect("value");
+            head.forward(&name, &value);
+        }
+        let encoded = head.finish("app:3000", body);
+        let mut wire = encoded.head;
+        wire.extend_from_slice(encoded.rest);
+        wire
+    }
+
+    #[test]
+    fn request_line_host_and_length() {
+        let wire = encode(
+            Method::POST,
+            &[
+                ("content-type", b"application/json"),
+                ("host", b"hooks.example"),
+            ],
+            b"{}",
+        );
+        assert_eq!(
+            wire,
+            b"POST /hook?x=1 HTTP/1.1\r\n\
+              content-type: application/json\r\n\
+              host: hooks.example\r\n\
+              content-length: 2\r\n\
+              \r\n\
+              {}"
+        );
+        let wire = encode(Method::POST, &[("x-a", b"1")], b"");
+        assert_eq!(
+            wire,
+            b"POST /hook?x=1 HTTP/1.1\r\nx-a: 1\r\nhost: app:3000\r\ncontent-length: 0\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn content_length_is_ours_and_framing_headers_never_go_out() {
+        let wire = encode(
+            Method::POST,
+            &[
+                ("content-length", b"999"),
+                ("transfer-encoding", b"chunked"),
+                ("connection", b"close"),
+            ],
+            b"abc",
+        );
+        assert_eq!(
+            wire,
+            b"POST /hook?x=1 HTTP/1.1\r\nhost: app:3000\r\ncontent-length: 3\r\n\r\nabc"
+        );
+        // An empty GET needs no length, unless the sender sent one.
+        let wire = encode(Method::GET, &[], b"");
+        assert_eq!(wire, b"GET /hook?x=1 HTTP/1.1\r\nhost: app:3000\r\n\r\n");
+        let wire = encode(Method::GET, &[("content-length", b"0")], b"");
+        assert_eq!(
+            wire,
+            b"GET /hook?x=1 HTTP/1.1\r\nhost: app:3000\r\ncontent-length: 0\r\n\r\n"
+        );
+        for method in [Method::HEAD, Method::DELETE, Method::OPTIONS, Method::TRACE] {
+            let wire = encode(method.clone(), &[], b"");
+            assert!(
+                !wire.windows(14).any(|w| w == b"content-length"),
+                "{method}"
+            );
+        }
+        for method in [Method::PUT, Method::PATCH] {
+            let wire = encode(method.clone(), &[], b"");
+            assert!(wire.ends_with(b"content-length: 0\r\n\r\n"), "{method}");
+        }
+    }
+
+    #[test]
+    fn header_values_are_written_as_raw_bytes() {
+        let wire = encode(
+            Method::POST,
+            &[("x-latin", b"caf\xe9 \xff"), ("x-tab", b"a\tb")],
+            b"",
+        );
+        let text = b"x-latin: caf\xe9 \xff\r\nx-tab: a\tb\r\n";
+        assert!(wire.windows(text.len()).any(|w| w == text), "{wire:?}");
+    }
+
+    #[test]
+    fn small_bodies_ride_with_the_head_large_ones_follow_it() {
+        let small = vec![7u8; COPY_BODY_LIMIT];
+        let head = RequestHead::new(&Method::POST, "/", small.len());
+        let encoded = head.finish("app", &small);
+        assert!(encoded.rest.is_empty());
+        assert!(encoded.head.ends_with(&small));
+
+        let large = vec![7u8; COPY_BODY_LIMIT + 1];
+        let head = RequestHead::new(&Method::POST, "/", large.len());
+        let encoded = head.finish("app", &large);
+        assert_eq!(encoded.rest.len(), large.len());
+        assert!(encoded.head.ends_with(b"content-length: 65537\r\n\r\n"));
+    }
+
+    #[test]
+    fn lengths_in_decimal() {
+        for n in [0usize, 1, 9, 10, 65_536, usize::MAX] {
+            let mut digits = [0u8; 20];
+            assert_eq!(format_len(n, &mut digits), n.to_string().as_bytes());
+        }
+    }
+
+    #[tokio::test]
+    async fn a_large_request_arrives_whole_through_a_small_pipe() {
+        let body: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        let head = RequestHead::new(&Method::POST, "/big", body.len());
+        let encoded = head.finish("app", &body);
+        let expected = [encoded.head.as_slice(), encoded.rest].concat();
+        let (mut ours, mut theirs) = tokio::io::duplex(4096);
+        let reader = tokio::spawn(async move {
+            let mut got = Vec::new();
+            theirs.read_to_end(&mut got).await.expect("read");
+            got
+        });
+        write_request(&mut ours, &encoded).await.expect("written");
+        drop(ours);
+        assert_eq!(reader.await.expect("reader"), expected);
+    }
+
+    #[tokio::test]
+    async fn a_failed_first_write_is_not_accepted() {
+        let (mut ours, theirs) = tokio::io::duplex(64);
+        drop(theirs);
+        let encoded = RequestHead::new(&Method::POST, "/", 0).finish("app", b"");
+        let e = write_request(&mut ours, &encoded)
+            .await
+            .expect_err("the other end is gone");
+        assert!(!e.accepted);
+
+        let (mut ours, mut theirs) = tokio::io::duplex(16);
+        let body = vec![1u8; 100];
+        let encoded = RequestHead::new(&Method::POST, "/", body.len()).finish("app", &body);
+        let writer = async { write_request(&mut ours, &encoded).await };
+        let reader = async {
+            let mut first = [0u8; 16];
+            theirs.read_exact(&mut first).await.expect("read");
+            drop(theirs);
+        };
+        let (result, ()) = tokio::join!(writer, reader);
+        assert!(result.expect_err("closed mid-request").accepted);
+    }
+
+    // -- The response -----------------------------------------------------
+
+    /// Hands out the given pieces one read at a time, then end of stream.
+    struct Pieces(VecDeque<Vec<u8>>);
+
+    impl Pieces {
+        fn new(pieces: Vec<Vec<u8>>) -> Pieces {
+            Pieces(pieces.into())
+        }
+
+        /// `wire` cut into pieces of `size` bytes.
+        fn split(wire: &[u8], size: usize) -> Pieces {
+            Pieces::new(wire.chunks(size).map(<[u8]>::to_vec).collect())
+        }
+    }
+
+    impl AsyncRead for Pieces {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            if let Some(mut piece) = self.0.pop_front() {
+                let n = piece.len().min(buf.remaining());
+                buf.put_slice(&piece[..n]);
+                if n < piece.len() {
+                    self.0.push_front(piece.split_off(n));
+                }
+            }
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    const LIMIT: usize = 1024;
+
+    /// Reads `wire` whole, then cut at every size from 1 to 7 bytes, and
+    /// checks every way gives the same answer.
+    async fn read(wire: &[u8], head_request: bool) -> Result<Answer, Error> {
+        let whole = read_response(&mut Pieces::new(vec![wire.to_vec()]), head_request, LIMIT).await;
+        for size in 1..8 {
+            let split = read_response(&mut Pieces::split(wire, size), head_request, LIMIT).await;
+            match (&whole, &split) {
+                (Ok(a), Ok(b)) => {
+                    assert_eq!(a.response.status(), b.response.status());
+                    assert_eq!(a.response.headers(), b.response.headers());
+                    assert_eq!(body_of(a).await, body_of(b).await, "split at {size}");
+                    assert_eq!(a.reusable, b.reusable, "split at {size}");
+                }
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "split at {size}"),
+                _ => panic!("whole {whole:?} but split at {size}: {split:?}"),
+            }
+        }
+        whole
+    }
+
+    async fn body_of(answer: &Answer) -> Bytes {
+        use http_body_util::BodyExt;
+        answer
+            .response
+            .body()
+            .clone()
+            .collect()
+            .await
+            .expect("full body")
+            .to_bytes()
+    }
+
+    #[tokio::test]
+    async fn content_length_body() {
+        let answer = read(
+            b"HTTP/1.1 201 Created\r\nContent-Length: 5\r\nX-App: a\r\nX-App: b\r\n\r\nhello",
+            false,
+        )
+        .await
+        .expect("answer");
+        assert_eq!(answer.response.status(), 201);
+        assert_eq!(body_of(&answer).await, "hello");
+        let apps: Vec<_> = answer.response.headers().get_all("x-app").iter().collect();
+        assert_eq!(apps, ["a", "b"]);
+        assert!(answer.reusable);
+        assert_eq!(answer.response.version(), http::Version::HTTP_11);
+    }
+
+    #[tokio::test]
+    async fn header_values_keep_their_bytes() {
+        let answer = read(
+            b"HTTP/1.1 200 OK\r\nx-latin: caf\xe9\r\ncontent-length: 0\r\n\r\n",
+            false,
+        )
+        .await
+        .expect("answer");
+        assert_eq!(
+            answer
+                .response
+                .headers()
+                .get("x-latin")
+                .map(HeaderValue::as_bytes),
+            Some(&b"caf\xe9"[..])
+        );
+    }
+
+    #[tokio::test]
+    async fn chunked_body_with_extensions_and_trailers() {
+        let wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n\
+                     5;name=value\r\nhello\r\n\
+                     1 ; x=\"q\"\r\n \r\n\
+                     A\r\n0123456789\r\n\
+                     0\r\nX-Trailer: t\r\nX-Other: u\r\n\r\n";
+        let answer = read(wire, false).await.expect("answer");
+        assert_eq!(body_of(&answer).await, "hello 0123456789");
+        assert!(answer.reusable);
+        let wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n";
+        let answer = read(wire, false).await.expect("answer");
+        assert_eq!(body_of(&answer).await, "");
+        assert!(answer.reusable);
+    }
+
+    #[tokio::test]
+    async fn malformed_chunks_are_refused() {
+        for (what, chunks) in [
+            ("not hex", &b"zz\r\nhello\r\n0\r\n\r\n"[..]),
+            ("no size", b"\r\nhello\r\n0\r\n\r\n"),
+            ("too big a number", b"11111111111111111\r\n"),
+            ("data longer than the size", b"3\r\nhello\r\n0\r\n\r\n"),
+            ("cut short", b"5\r\nhel"),
+            ("no last chunk", b"5\r\nhello\r\n"),
+        ] {
+            let mut wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+            wire.extend_from_slice(chunks);
+            assert!(read(&wire, false).await.is_err(), "{what}");
+        }
+        let mut wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1;".to_vec();
+        wire.extend(std::iter::repeat_n(b'x', MAX_CHUNK_LINE + 10));
+        wire.extend_from_slice(b"\r\na\r\n0\r\n\r\n");
+        let e = read(&wire, false).await.expect_err("a long size line");
+        assert!(e.to_string().contains("chunk size line too long"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn a_body_to_the_close_is_read_and_the_connection_not_reused() {
+        let answer = read(b"HTTP/1.1 200 OK\r\nX-A: 1\r\n\r\nuntil the end", false)
+            .await
+            .expect("answer");
+        assert_eq!(body_of(&answer).await, "until the end");
+        assert!(!answer.reusable);
+        // A coding other than a final chunked runs to the close too.
+        let answer = read(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n5\r\nhello",
+            false,
+        )
+        .await
+        .expect("answer");
+        assert_eq!(body_of(&answer).await, "5\r\nhello");
+        assert!(!answer.reusable);
+    }
+
+    #[tokio::test]
+    async fn head_204_and_304_have_no_body() {
+        let answer = read(b"HTTP/1.1 200 OK\r\nContent-Length: 42\r\n\r\n", true)
+            .await
+            .expect("answer");
+        assert_eq!(body_of(&answer).await, "");
+        assert_eq!(
+            answer
+                .response
+                .headers()
+                .get("content-length")
+                .map(HeaderValue::as_bytes),
+            Some(&b"42"[..])
+        );
+        assert!(answer.reusable);
+        for status in ["204 No Content", "304 Not Modified"] {
+            let wire = format!("HTTP/1.1 {status}\r\nContent-Length: 3\r\n\r\n");
+            let answer = read(wire.as_bytes(), false).await.expect("answer");
+            assert_eq!(body_of(&answer).await, "");
+            assert!(answer.reusable);
+        }
+    }
+
+    #[tokio::test]
+    async fn interim_answers_are_skipped_and_101_refused() {
+        let wire = b"HTTP/1.1 100 Continue\r\n\r\n\
+                     HTTP/1.1 102 Processing\r\n\r\n\
+                     HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n\
+                     HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\nok";
+        let answer = read(wire, false).await.expect("answer");
+        assert_eq!(answer.response.status(), 202);
+        assert!(!answer.response.headers().contains_key("link"));
+        assert_eq!(body_of(&answer).await, "ok");
+        assert!(answer.reusable);
+
+        let wire = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n";
+        assert!(matches!(read(wire, false).await, Err(Error::Upgrade)));
+    }
+
+    #[tokio::test]
+    async fn content_length_must_be_one_number() {
+        let answer = read(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2, 2\r\nContent-Length: 2\r\n\r\nok",
+            false,
+        )
+        .await
+        .expect("agreeing repeats are one length");
+        assert_eq!(body_of(&answer).await, "ok");
+        let lengths: Vec<_> = answer
+            .response
+            .headers()
+            .get_all("content-length")
+            .iter()
+            .collect();
+        assert_eq!(lengths, ["2"]);
+
+        for bad in [
+            "Content-Length: 2\r\nContent-Length: 3",
+            "Content-Length: 2, 3",
+            "Content-Length: -2",
+            "Content-Length: +2",
+            "Content-Length: 0x2",
+            "Content-Length: ",
+            "Content-Length: 99999999999999999999999",
+        ] {
+            let wire = format!("HTTP/1.1 200 OK\r\n{bad}\r\n\r\nok");
+            assert!(
+                matches!(read(wire.as_bytes(), false).await, Err(Error::Malformed(_))),
+                "{bad}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn oversize_is_refused() {
+        let wire = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", LIMIT + 1);
+        assert!(matches!(
+            read(wire.as_bytes(), false).await,
+            Err(Error::BodyTooLarge(_))
+        ));
+        let mut wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+        for _ in 0..3 {
+            wire.extend_from_slice(format!("{:x}\r\n", LIMIT / 2).as_bytes());
+            wire.extend(std::iter::repeat_n(b'a', LIMIT / 2));
+            wire.extend_from_slice(b"\r\n");
+        }
+        wire.extend_from_slice(b"0\r\n\r\n");
+        assert!(matches!(
+            read(&wire, false).await,
+            Err(Error::BodyTooLarge(_))
+        ));
+        let mut wire = b"HTTP/1.1 200 OK\r\n\r\n".to_vec();
+        wire.extend(std::iter::repeat_n(b'a', LIMIT + 1));
+        assert!(matches!(
+            read(&wire, false).await,
+            Err(Error::BodyTooLarge(_))
+        ));
+        // Exactly the limit is fine.
+        let mut wire = format!("HTTP/1.1 200 OK\r\nContent-Length: {LIMIT}\r\n\r\n").into_bytes();
+        wire.extend(std::iter::repeat_n(b'a', LIMIT));
+        assert_eq!(
+            body_of(&read(&wire, false).await.expect("answer"))
+                .await
+                .len(),
+            LIMIT
+        );
+    }
+
+    #[tokio::test]
+    async fn oversize_and_broken_heads_are_refused() {
+        let mut wire = b"HTTP/1.1 200 OK\r\n".to_vec();
+        while wire.len() <= MAX_HEAD_BYTES {
+            wire.extend_from_slice(b"X-Filler: ");
+            wire.extend(std::iter::repeat_n(b'a', 1000));
+            wire.extend_from_slice(b"\r\n");
+        }
+        let e = read_response(&mut Pieces::new(vec![wire]), false, LIMIT)
+            .await
+            .expect_err("too large");
+        assert!(e.to_string().contains("response head too large"), "{e}");
+
+        let mut wire = b"HTTP/1.1 200 OK\r\n".to_vec();
+        for i in 0..=MAX_HEADERS {
+            wire.extend_from_slice(format!("x-{i}: v\r\n").as_bytes());
+        }
+        wire.extend_from_slice(b"content-length: 0\r\n\r\n");
+        assert!(read(&wire, false).await.is_err(), "too many fields");
+
+        for broken in [&b"HTTP/1.1 2000 OK\r\n\r\n"[..], b"SMTP ready\r\n\r\n"] {
+            assert!(read(broken, false).await.is_err(), "{broken:?}");
+        }
+        assert!(matches!(read(b"", false).await, Err(Error::NoResponse)));
+        assert!(matches!(
+            read(b"HTTP/1.1 200 OK\r\nContent-Le", false).await,
+            Err(Error::Truncated)
+        ));
+        assert!(matches!(
+            read(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel", false).await,
+            Err(Error::Truncated)
+        ));
+    }
+
+    #[tokio::test]
+    async fn reuse_decisions() {
+        let cases: [(&[u8], bool); 8] = [
+            (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", true),
+            (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok", false),
+            (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: x-a, Close\r\n\r\nok", false),
+            (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok", true),
+            (b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", false),
+            (b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok", false),
+            // Bytes nobody asked for after the answer.
+            (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n", false),
+            // Both framings at once.
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+                false,
+            ),
+        ];
+        for (wire, reusable) in cases {
+            // Read as one piece: the extra bytes arrive with the answer.
+            let answer = read_response(&mut Pieces::new(vec![wire.to_vec()]), false, LIMIT)
+                .await
+                .expect("answer");
+            assert_eq!(
+                body_of(&answer).await,
+                "ok",
+                "{}",
+                String::from_utf8_lossy(wire)
+            );
+            assert_eq!(
+                answer.reusable,
+                reusable,
+                "{}",
+                String::from_utf8_lossy(wire)
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_response_through_a_duplex_pipe() {
+        let (mut ours, mut theirs) = tokio::io::duplex(8);
+        let app = tokio::spawn(async move {
+            let wire =
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n";
+            for piece in wire.chunks(3) {
+                theirs.write_all(piece).await.expect("write");
+                tokio::task::yield_now().await;
+            }
+            theirs
+        });
+        let answer = read_response(&mut ours, false, LIMIT)
+            .await
+            .expect("answer");
+        assert_eq!(body_of(&answer).await, "abc");
+        assert!(answer.reusable);
+        drop(app.await.expect("app"));
+    }
+}
