@@ -222,7 +222,9 @@ fn upstream_uri(upstream: &Uri, path_and_query: Option<&PathAndQuery>) -> Result
 }
 
 /// Headers that describe one connection, not the message (RFC 9110 §7.6.1).
-const HOP_BY_HOP: [HeaderName; 8] = [
+/// A `static`, not a `const`: a `const` array is built and dropped again at
+/// every use, and this is checked for every header of every request.
+static HOP_BY_HOP: [HeaderName; 8] = [
     header::CONNECTION,
     HeaderName::from_static("keep-alive"),
     HeaderName::from_static("proxy-connection"),
