@@ -221,22 +221,23 @@ fn upstream_uri(upstream: &Uri, path_and_query: Option<&PathAndQuery>) -> Result
         .map_err(|e| Error::Unavailable(format!("building the upstream URI: {e}")))
 }
 
-/// Headers that describe one connection, not the message (RFC 9110 §7.6.1).
-/// A `static`, not a `const`: a `const` array is built and dropped again at
-/// every use, and this is checked for every header of every request.
-static HOP_BY_HOP: [HeaderName; 8] = [
-    header::CONNECTION,
-    HeaderName::from_static("keep-alive"),
-    HeaderName::from_static("proxy-connection"),
-    header::PROXY_AUTHENTICATE,
-    header::PROXY_AUTHORIZATION,
-    header::TE,
-    header::TRAILER,
-    header::TRANSFER_ENCODING,
-];
-
+/// Whether `name` describes one connection, not the message (RFC 9110
+/// §7.6.1): the fixed hop-by-hop names, `Upgrade`, and any name the message's
+/// `Connection` header lists. Matched as text (names are lowercase): this
+/// runs for every header of every request and response.
 fn is_hop_by_hop(name: &HeaderName, connection_listed: &[HeaderName]) -> bool {
-    name == header::UPGRADE || HOP_BY_HOP.contains(name) || connection_listed.contains(name)
+    matches!(
+        name.as_str(),
+        "connection"
+            | "keep-alive"
+            | "proxy-connection"
+            | "proxy-authenticate"
+            | "proxy-authorization"
+            | "te"
+            | "trailer"
+            | "transfer-encoding"
+            | "upgrade"
+    ) || connection_listed.contains(name)
 }
 
 fn connection_listed(headers: &HeaderMap) -> Vec<HeaderName> {
@@ -326,6 +327,30 @@ fn is_header_value(value: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_hop_by_hop_names_and_only_those() {
+        for name in [
+            "connection",
+            "keep-alive",
+            "proxy-connection",
+            "proxy-authenticate",
+            "proxy-authorization",
+            "te",
+            "trailer",
+            "transfer-encoding",
+            "upgrade",
+        ] {
+            let name = HeaderName::from_static(name);
+            assert!(is_hop_by_hop(&name, &[]), "{name}");
+        }
+        for name in ["content-length", "host", "x-te", "trailers", "x-connection"] {
+            let name = HeaderName::from_static(name);
+            assert!(!is_hop_by_hop(&name, &[]), "{name}");
+        }
+        let listed = [HeaderName::from_static("x-hop")];
+        assert!(is_hop_by_hop(&HeaderName::from_static("x-hop"), &listed));
+    }
 
     #[test]
     fn hop_by_hop_and_spoofed_headers_are_dropped() {
