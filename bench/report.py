@@ -42,7 +42,7 @@ def load_results(path):
             # CPU time per request (µs) of the proxy itself and of redis-server,
             # from /proc/PID/stat over the run: steadier than req/s on a busy machine.
             tck = r.get("clk_tck", 100) or 100
-            for part in ("proxy", "redis", "app"):
+            for part in ("proxy", "proxy_user", "redis", "app"):
                 ticks = r.get("cpu_ticks_" + part, 0)
                 r["cpu_" + part] = ticks * 1e6 / tck / r["requests"] if r["requests"] else 0.0
             delta = {}
@@ -134,8 +134,8 @@ def main():
         return med(values)
 
     rows = []
-    header = ("| load | target | req/s | p50 | p99 | CPU µs/req (proxy + Redis) | RSS after | vs nginx proxy | vs app direct |\n"
-              "|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    header = ("| load | target | req/s | p50 | p99 | CPU µs/req (proxy + Redis) | proxy user / system | RSS after | vs nginx proxy | vs app direct |\n"
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for mode in ("fresh", "dup"):
         for t in TARGETS:
             rs = by.get((mode, t), [])
@@ -147,6 +147,8 @@ def main():
             rss = med([r["rss_kib"] for r in rs])
             cpu_p = med([r["cpu_proxy"] for r in rs])
             cpu_r = med([r["cpu_redis"] for r in rs])
+            cpu_u = med([r["cpu_proxy_user"] for r in rs])
+            split = "—" if t == "direct" else "%.1f / %.1f" % (cpu_u, cpu_p - cpu_u)
             if t == "direct":
                 cpu = "—"
             elif t == "hg-redis":
@@ -155,9 +157,9 @@ def main():
                 cpu = "%.1f" % cpu_p
             vs_nginx = ratio(mode, t, "fresh", "nginx")
             vs_direct = ratio(mode, t, "fresh", "direct")
-            rows.append("| %s | %s | %s | %s | %s | %s | %.1f MiB | %.2f× | %.2f× |" % (
+            rows.append("| %s | %s | %s | %s | %s | %s | %s | %.1f MiB | %.2f× | %.2f× |" % (
                 "fresh events" if mode == "fresh" else "duplicate storm", LABEL[t],
-                "{:,.0f}".format(rps), fmt_ms(p50), fmt_ms(p99), cpu, rss / 1024.0, vs_nginx, vs_direct))
+                "{:,.0f}".format(rps), fmt_ms(p50), fmt_ms(p99), cpu, split, rss / 1024.0, vs_nginx, vs_direct))
     per_round = []
     for mode in ("fresh", "dup"):
         for t in TARGETS:
@@ -231,7 +233,8 @@ def main():
                % ("{:,}".format(a.pool), a.scheme, a.body))
     out.append("- CPU µs/req: user + system CPU time of the proxy's own processes (and of redis-server) over the "
                "run, divided by the requests answered; it does not move with the machine's other load the way "
-               "req/s does. The app stand-in used %.1f µs per request." % med(
+               "req/s does; the next column splits the proxy's share into time in its own code (user) and in the "
+               "kernel on its behalf (system: sockets, wake-ups). The app stand-in used %.1f µs per request." % med(
                    [r["cpu_app"] for r in runs if r["mode"] == "fresh" and r["target"] == "direct"]))
     out.append("- %d interleaved rounds; each cell is the median of the rounds; each ratio is the median of "
                "the per-round ratios (numerator and reference from the same round). Ratios of the duplicate "

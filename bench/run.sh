@@ -235,6 +235,14 @@ cpu_ticks() { # pid... -> user+system clock ticks, all threads
   done
   echo "$total"
 }
+user_ticks() { # pid... -> user clock ticks, all threads
+  local total=0 pid v
+  for pid in "$@"; do
+    v=$(awk '{print $14}' "/proc/$pid/stat" 2>/dev/null || echo 0)
+    total=$((total + ${v:-0}))
+  done
+  echo "$total"
+}
 proxy_pids() {
   case $1 in
     direct) echo "" ;; nginx) nginx_pids proxy ;;
@@ -248,14 +256,14 @@ measure() { # round mode target pool
   local app; app=$(nginx_pids app)
   [ -n "$admin" ] && before=$(outcomes "$admin")
   # shellcheck disable=SC2086
-  p0=$(cpu_ticks $proxy); r0=$(cpu_ticks "$REDIS_PID"); a0=$(cpu_ticks $app)
+  p0=$(cpu_ticks $proxy); r0=$(cpu_ticks "$REDIS_PID"); a0=$(cpu_ticks $app); u0=$(user_ticks $proxy)
   line=$(load "$3" "$4" "$DURATION")
   # shellcheck disable=SC2086
-  p1=$(cpu_ticks $proxy); r1=$(cpu_ticks "$REDIS_PID"); a1=$(cpu_ticks $app)
+  p1=$(cpu_ticks $proxy); r1=$(cpu_ticks "$REDIS_PID"); a1=$(cpu_ticks $app); u1=$(user_ticks $proxy)
   rss=$(rss_of "$3")
   after=""
   [ -n "$admin" ] && after=$(outcomes "$admin")
-  line="$line rss_kib=$rss cpu_ticks_proxy=$((p1 - p0)) cpu_ticks_redis=$((r1 - r0)) cpu_ticks_app=$((a1 - a0)) clk_tck=$CLK_TCK"
+  line="$line rss_kib=$rss cpu_ticks_proxy=$((p1 - p0)) cpu_ticks_proxy_user=$((u1 - u0)) cpu_ticks_redis=$((r1 - r0)) cpu_ticks_app=$((a1 - a0)) clk_tck=$CLK_TCK"
   printf '%s\t%s\t%s\t%s\tbefore: %s\tafter: %s\n' "$1" "$2" "$3" "$line" "${before:-}" "$after" >> "$RESULTS"
   echo "   $2 $3: ${line#RESULT }"
 }
