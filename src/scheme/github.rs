@@ -5,6 +5,7 @@
 //! Source: <https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries>.
 
 use http::HeaderMap;
+use http::header::HeaderName;
 
 use super::hmac;
 use super::{Error, Verified};
@@ -12,11 +13,14 @@ use crate::config::secret::Secret;
 
 const SIGNATURE: &str = "X-Hub-Signature-256";
 const DELIVERY: &str = "X-GitHub-Delivery";
-const EVENT: &str = "X-GitHub-Event";
 const PREFIX: &[u8] = b"sha256=";
+// The same names as `HeaderName`s: a lookup by text parses the name every time.
+static SIGNATURE_NAME: HeaderName = HeaderName::from_static("x-hub-signature-256");
+static DELIVERY_NAME: HeaderName = HeaderName::from_static("x-github-delivery");
+static EVENT_NAME: HeaderName = HeaderName::from_static("x-github-event");
 
 pub(super) fn verify(keys: &[Secret], headers: &HeaderMap, body: &[u8]) -> Result<Verified, Error> {
-    let value = hmac::header(headers, SIGNATURE).ok_or(Error::MissingSignature(SIGNATURE))?;
+    let value = hmac::header(headers, &SIGNATURE_NAME).ok_or(Error::MissingSignature(SIGNATURE))?;
     let signature = value
         .strip_prefix(PREFIX)
         .and_then(hmac::tag_from_hex)
@@ -24,9 +28,9 @@ pub(super) fn verify(keys: &[Secret], headers: &HeaderMap, body: &[u8]) -> Resul
     let secret_index = hmac::match_key(keys, &[body], &[signature])?;
 
     Ok(Verified {
-        event_id: hmac::header_text(headers, DELIVERY)
+        event_id: hmac::header_text(headers, &DELIVERY_NAME)
             .unwrap_or_else(|| hmac::body_sha256_hex(body)),
-        event_type: hmac::header_text(headers, EVENT),
+        event_type: hmac::header_text(headers, &EVENT_NAME),
         timestamp: None,
         secret_index,
     })

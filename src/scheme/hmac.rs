@@ -13,6 +13,7 @@ use base64::engine::general_purpose::{STANDARD, STANDARD_PAD_INDIFFERENT};
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use hmac::{Hmac, KeyInit, Mac};
 use http::HeaderMap;
+use http::header::AsHeaderName;
 use sha1::Sha1;
 use sha2::{Digest, Sha256, Sha512};
 use subtle::{Choice, ConstantTimeEq};
@@ -167,14 +168,17 @@ pub(crate) fn body_sha256_hex(body: &[u8]) -> String {
 }
 
 /// The raw bytes of the first value of header `name`, if present.
-pub(crate) fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a [u8]> {
+///
+/// `name` may be text (parsed on each call) or a `HeaderName` constant
+/// (compared as it is): the schemes on the hottest paths use constants.
+pub(crate) fn header<K: AsHeaderName>(headers: &HeaderMap, name: K) -> Option<&[u8]> {
     headers.get(name).map(|v| v.as_bytes())
 }
 
 /// A header value as text for an event id or type: `None` when absent or
 /// empty; bytes that are not UTF-8 are replaced rather than refused, since
 /// the value is informational once the signature has been checked.
-pub(crate) fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
+pub(crate) fn header_text<K: AsHeaderName>(headers: &HeaderMap, name: K) -> Option<String> {
     match header(headers, name) {
         Some(bytes) if !bytes.is_empty() => Some(String::from_utf8_lossy(bytes).into_owned()),
         _ => None,

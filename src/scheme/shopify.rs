@@ -7,34 +7,38 @@
 //! Source: <https://shopify.dev/docs/apps/build/webhooks/subscribe/https>.
 
 use http::HeaderMap;
+use http::header::HeaderName;
 
 use super::hmac;
 use super::{Error, Verified};
 use crate::config::secret::Secret;
 
 const SIGNATURE: &str = "X-Shopify-Hmac-Sha256";
-const SIGNATURE_BARE: &str = "Shopify-Hmac-Sha256";
 const WEBHOOK_ID: &str = "X-Shopify-Webhook-Id";
-const WEBHOOK_ID_BARE: &str = "Shopify-Webhook-Id";
-const TOPIC: &str = "X-Shopify-Topic";
-const TOPIC_BARE: &str = "Shopify-Topic";
+// The same names as `HeaderName`s: a lookup by text parses the name every time.
+static SIGNATURE_NAME: HeaderName = HeaderName::from_static("x-shopify-hmac-sha256");
+static SIGNATURE_BARE_NAME: HeaderName = HeaderName::from_static("shopify-hmac-sha256");
+static WEBHOOK_ID_NAME: HeaderName = HeaderName::from_static("x-shopify-webhook-id");
+static WEBHOOK_ID_BARE_NAME: HeaderName = HeaderName::from_static("shopify-webhook-id");
+static TOPIC_NAME: HeaderName = HeaderName::from_static("x-shopify-topic");
+static TOPIC_BARE_NAME: HeaderName = HeaderName::from_static("shopify-topic");
 
 /// The value under the `X-` name, else under the bare one.
-fn text(headers: &HeaderMap, prefixed: &str, bare: &str) -> Option<String> {
+fn text(headers: &HeaderMap, prefixed: &HeaderName, bare: &HeaderName) -> Option<String> {
     hmac::header_text(headers, prefixed).or_else(|| hmac::header_text(headers, bare))
 }
 
 pub(super) fn verify(keys: &[Secret], headers: &HeaderMap, body: &[u8]) -> Result<Verified, Error> {
-    let value = hmac::header(headers, SIGNATURE)
-        .or_else(|| hmac::header(headers, SIGNATURE_BARE))
+    let value = hmac::header(headers, &SIGNATURE_NAME)
+        .or_else(|| hmac::header(headers, &SIGNATURE_BARE_NAME))
         .ok_or(Error::MissingSignature(SIGNATURE))?;
     let signature = hmac::tag_from_base64(value).ok_or(Error::MalformedSignature(SIGNATURE))?;
     let secret_index = hmac::match_key(keys, &[body], &[signature])?;
 
     Ok(Verified {
-        event_id: text(headers, WEBHOOK_ID, WEBHOOK_ID_BARE)
+        event_id: text(headers, &WEBHOOK_ID_NAME, &WEBHOOK_ID_BARE_NAME)
             .unwrap_or_else(|| hmac::body_sha256_hex(body)),
-        event_type: text(headers, TOPIC, TOPIC_BARE),
+        event_type: text(headers, &TOPIC_NAME, &TOPIC_BARE_NAME),
         timestamp: None,
         secret_index,
     })
