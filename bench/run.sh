@@ -227,22 +227,17 @@ RESULTS=$WORK/results.tsv
 : > "$RESULTS"
 CLK_TCK=$(getconf CLK_TCK)
 REDIS_PID=$(redis-cli -p "$REDIS_PORT" info server | awk -F: '/^process_id/ {print $2}' | tr -d '\r')
-cpu_ticks() { # pid... -> user+system clock ticks, all threads
-  local total=0 pid v
+stat_ticks() { # awk-expression pid... -> summed over the pids, from /proc/PID/stat (all threads)
+  local expr=$1 total=0 pid v
+  shift
   for pid in "$@"; do
-    v=$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0)
+    v=$(awk "{print $expr}" "/proc/$pid/stat" 2>/dev/null || echo 0)
     total=$((total + ${v:-0}))
   done
   echo "$total"
 }
-user_ticks() { # pid... -> user clock ticks, all threads
-  local total=0 pid v
-  for pid in "$@"; do
-    v=$(awk '{print $14}' "/proc/$pid/stat" 2>/dev/null || echo 0)
-    total=$((total + ${v:-0}))
-  done
-  echo "$total"
-}
+cpu_ticks() { stat_ticks '$14 + $15' "$@"; } # user + system clock ticks
+user_ticks() { stat_ticks '$14' "$@"; }      # user clock ticks
 proxy_pids() {
   case $1 in
     direct) echo "" ;; nginx) nginx_pids proxy ;;

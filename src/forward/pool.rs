@@ -145,12 +145,18 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn newest_first_per_origin() {
+    /// A loopback listener standing for the app, and its URI.
+    async fn listening() -> (TcpListener, Uri) {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let uri: Uri = format!("http://{}", listener.local_addr().expect("addr"))
+        let uri = format!("http://{}", listener.local_addr().expect("addr"))
             .parse()
             .expect("uri");
+        (listener, uri)
+    }
+
+    #[tokio::test]
+    async fn newest_first_per_origin() {
+        let (listener, uri) = listening().await;
         let origin = Origin::of(&uri).expect("origin");
         let other_uri: Uri = "https://elsewhere:8443".parse().expect("uri");
         let other = Origin::of(&other_uri).expect("origin");
@@ -174,10 +180,7 @@ mod tests {
 
     #[tokio::test]
     async fn closed_and_stale_connections_are_dropped_at_checkout() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let uri: Uri = format!("http://{}", listener.local_addr().expect("addr"))
-            .parse()
-            .expect("uri");
+        let (listener, uri) = listening().await;
         let origin = Origin::of(&uri).expect("origin");
         let pool = Pool::default();
 
@@ -200,10 +203,7 @@ mod tests {
 
     #[tokio::test]
     async fn checkin_prunes_stale_and_caps_the_idle_list() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let uri: Uri = format!("http://{}", listener.local_addr().expect("addr"))
-            .parse()
-            .expect("uri");
+        let (listener, uri) = listening().await;
         let origin = Origin::of(&uri).expect("origin");
         let pool = Pool::default();
 
