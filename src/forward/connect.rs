@@ -80,23 +80,30 @@ pub(super) enum Stream {
 }
 
 impl Stream {
-    fn tcp(&self) -> &TcpStream {
-        match self {
-            Stream::Plain(tcp) => tcp,
-            Stream::Tls(tls) => tls.get_ref().0,
-        }
-    }
-
     /// Whether an idle connection can carry another request: the app has
-    /// neither closed it nor sent anything unasked. Never waits: the socket is
-    /// peeked once, and "nothing to read yet" is the healthy answer.
-    pub fn is_open_and_quiet(&self) -> bool {
+    /// neither closed it nor sent anything unasked. Never waits: the stream is
+    /// polled once, and "nothing to read yet" is the healthy answer.
+    ///
+    /// A plain socket is peeked. Over TLS the stream is read instead: the
+    /// app's `close_notify` may have come in the same read as its last
+    /// response and already sit in rustls's buffers, where a peek at the
+    /// socket cannot see it, but a read returns it as the end of the stream.
+    /// Whatever a read finds ends the connection anyway, so consuming it costs
+    /// nothing.
+    pub fn is_open_and_quiet(&mut self) -> bool {
         let mut byte = [0u8; 1];
         let mut buf = ReadBuf::new(&mut byte);
         let mut cx = Context::from_waker(Waker::noop());
-        // Ready(Ok(0)) is the app's FIN, Ready(Ok(n)) bytes nobody asked
-        // for, Ready(Err) a reset: the connection is done in every case.
-        matches!(self.tcp().poll_peek(&mut cx, &mut buf), Poll::Pending)
+        // Ready(Ok) with nothing read is the app's FIN (or close_notify),
+        // Ready(Ok) with bytes is data nobody asked for, Ready(Err) a reset:
+        // the connection is done in every case.
+        match self {
+            Stream::Plain(tcp) => matches!(tcp.poll_peek(&mut cx, &mut buf), Poll::Pending),
+            Stream::Tls(tls) => matches!(
+                Pin::new(tls.as_mut()).poll_read(&mut cx, &mut buf),
+                Poll::Pending
+            ),
+        }
     }
 }
 
@@ -276,7 +283,7 @@ mod tests {
         let tls = TlsConnector::from(std::sync::Arc::new(crate::tls::client_config()));
         // localhost may resolve to ::1 first, where nothing listens: the next
         // address is tried.
-        let stream = connect(&origin, &tls).await.expect("connects");
+        let mut stream = connect(&origin, &tls).await.expect("connects");
         let (_accepted, _) = listener.accept().await.expect("accept");
         assert!(stream.is_open_and_quiet());
     }
@@ -293,14 +300,14 @@ mod tests {
         let origin = Origin::of(&uri).expect("origin");
         let tls = TlsConnector::from(std::sync::Arc::new(crate::tls::client_config()));
 
-        let quiet = connect(&origin, &tls).await.expect("connects");
+        let mut quiet = connect(&origin, &tls).await.expect("connects");
         let (_quiet_peer, _) = listener.accept().await.expect("accept");
 
-        let closed = connect(&origin, &tls).await.expect("connects");
+        let mut closed = connect(&origin, &tls).await.expect("connects");
         let (closed_peer, _) = listener.accept().await.expect("accept");
         drop(closed_peer);
 
-        let chatty = connect(&origin, &tls).await.expect("connects");
+        let mut chatty = connect(&origin, &tls).await.expect("connects");
         let (mut chatty_peer, _) = listener.accept().await.expect("accept");
         chatty_peer
             .write_all(b"HTTP/1.1 408 ")
@@ -317,5 +324,72 @@ mod tests {
         assert!(quiet.is_open_and_quiet());
         assert!(!closed.is_open_and_quiet());
         assert!(!chatty.is_open_and_quiet());
+    }
+
+    /// Over TLS, an app's `close_notify` that came in the same read as its
+    /// response is already inside rustls when the connection goes idle: the
+    /// socket holds nothing to peek, so only a read of the stream sees it.
+    #[tokio::test]
+    async fn a_tls_close_notify_read_with_the_response_ends_the_connection() {
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+        use std::sync::Arc;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+        let identity = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()])
+            .expect("generate a certificate");
+        let cert: CertificateDer<'static> = identity.cert.der().clone();
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
+            identity.signing_key.serialize_der(),
+        ));
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let server = rustls::ServerConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .expect("protocol versions")
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.clone()], key)
+            .expect("server identity");
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(cert).expect("trust the certificate");
+        let client = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("protocol versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server));
+        let (held_tx, held_rx) = tokio::sync::oneshot::channel();
+        let app = tokio::spawn(async move {
+            let (tcp, _) = listener.accept().await.expect("accept");
+            let mut tls = acceptor.accept(tcp).await.expect("handshake");
+            let mut request = [0u8; 5];
+            tls.read_exact(&mut request).await.expect("request");
+            // The answer and the close_notify in one write; the TCP connection
+            // itself stays open (no FIN) until the test is done.
+            tls.write_all(b"hello").await.expect("answer");
+            tls.get_mut().1.send_close_notify();
+            tls.flush().await.expect("flush");
+            let _ = held_rx.await;
+        });
+
+        let uri: Uri = format!("https://localhost:{port}").parse().expect("uri");
+        let origin = Origin::of(&uri).expect("origin");
+        let connector = TlsConnector::from(Arc::new(client));
+        let mut stream = connect(&origin, &connector).await.expect("connects");
+        stream.write_all(b"hello").await.expect("request");
+        let mut answer = [0u8; 5];
+        stream.read_exact(&mut answer).await.expect("answer");
+        assert_eq!(&answer, b"hello");
+        // Give the close_notify time to have arrived with the answer.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(
+            !stream.is_open_and_quiet(),
+            "a connection the app closed with close_notify must not be reused"
+        );
+        let _ = held_tx.send(());
+        app.await.expect("the app task");
     }
 }

@@ -53,7 +53,7 @@ impl Pool {
     /// stale and closed ones met on the way are dropped.
     pub fn checkout(&self, origin: &Origin<'_>) -> Option<Stream> {
         loop {
-            let idle = {
+            let mut idle = {
                 let mut origins = self.lock();
                 let entry = origins.iter_mut().find(|e| e.is(origin))?;
                 let newest = entry.idle.pop_back()?;
