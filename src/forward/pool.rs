@@ -5,9 +5,9 @@
 //! call. Connections are reused newest first (the warmest, and it lets a
 //! burst's extra connections age out); at most [`MAX_IDLE_PER_ORIGIN`] wait
 //! per origin, none longer than [`IDLE_TIMEOUT`]. Before a connection is
-//! handed out it is peeked once, without waiting, so one the app closed while
-//! it sat idle (Node closes them after 5 s) is dropped instead of failing the
-//! next request.
+//! handed out it is checked once, without waiting (a plain socket is peeked,
+//! a TLS stream read), so one the app closed while it sat idle (Node closes
+//! them after 5 s) is dropped instead of failing the next request.
 
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard, PoisonError};
