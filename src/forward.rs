@@ -28,6 +28,7 @@ mod connect;
 mod http1;
 mod pool;
 
+use std::borrow::Cow;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -118,10 +119,9 @@ impl Forwarder {
         peer: Option<IpAddr>,
         stamp: Option<Stamp<'_>>,
     ) -> Result<Response<Body>, Error> {
-        let uri = upstream_uri(upstream, parts.uri.path_and_query())?;
-        let origin = Origin::of(&uri).map_err(|e| Error::Unavailable(e.to_string()))?;
-        let target = uri.path_and_query().map_or("/", PathAndQuery::as_str);
-        let request = encode(parts, target, origin.authority, &body, peer, stamp);
+        let origin = Origin::of(upstream).map_err(|e| Error::Unavailable(e.to_string()))?;
+        let target = request_target(upstream, parts.uri.path_and_query());
+        let request = encode(parts, &target, origin.authority, &body, peer, stamp);
         let head_request = parts.method == Method::HEAD;
         match tokio::time::timeout(timeout, self.exchange(&origin, &request, head_request)).await {
             Ok(result) => result,
@@ -205,20 +205,16 @@ fn encode<'b>(
     head.finish(host, body)
 }
 
-fn upstream_uri(upstream: &Uri, path_and_query: Option<&PathAndQuery>) -> Result<Uri, Error> {
-    let mut builder = Uri::builder();
-    if let Some(scheme) = upstream.scheme() {
-        builder = builder.scheme(scheme.clone());
+/// The request target the app is sent: the upstream's base path (without
+/// its trailing `/`), then the sender's path and query as they came. Both
+/// are already valid, so nothing is parsed again; with no base path (the
+/// usual `http://host:port` upstream) the sender's target is used as it is.
+fn request_target<'a>(upstream: &Uri, path_and_query: Option<&'a PathAndQuery>) -> Cow<'a, str> {
+    let target = path_and_query.map_or("/", PathAndQuery::as_str);
+    match upstream.path().trim_end_matches('/') {
+        "" => Cow::Borrowed(target),
+        base => Cow::Owned(format!("{base}{target}")),
     }
-    if let Some(authority) = upstream.authority() {
-        builder = builder.authority(authority.clone());
-    }
-    let base = upstream.path().trim_end_matches('/');
-    let pq = path_and_query.map(|pq| pq.as_str()).unwrap_or("/");
-    builder
-        .path_and_query(format!("{base}{pq}"))
-        .build()
-        .map_err(|e| Error::Unavailable(format!("building the upstream URI: {e}")))
 }
 
 /// Whether `name` describes one connection, not the message (RFC 9110
@@ -494,19 +490,14 @@ mod tests {
     }
 
     #[test]
-    fn upstream_uri_keeps_path_and_query() {
+    fn request_target_keeps_path_and_query() {
         let up: Uri = "http://127.0.0.1:3000".parse().expect("uri");
         let pq: PathAndQuery = "/webhooks/stripe?x=1&y".parse().expect("pq");
-        let uri = upstream_uri(&up, Some(&pq)).expect("uri");
-        assert_eq!(
-            uri.to_string(),
-            "http://127.0.0.1:3000/webhooks/stripe?x=1&y"
-        );
+        assert_eq!(request_target(&up, Some(&pq)), "/webhooks/stripe?x=1&y");
         let up: Uri = "http://app:3000/base/".parse().expect("uri");
-        let uri = upstream_uri(&up, Some(&pq)).expect("uri");
         assert_eq!(
-            uri.to_string(),
-            "http://app:3000/base/webhooks/stripe?x=1&y"
+            request_target(&up, Some(&pq)),
+            "/base/webhooks/stripe?x=1&y"
         );
     }
 }
