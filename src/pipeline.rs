@@ -167,7 +167,7 @@ async fn deliver(
     let server = &runtime.config.server;
     let event_id = key_safe_id(&verified.event_id);
     let key = nonce_key(&runtime.config.store.key_prefix, &source.name, &event_id);
-    let token = lease_token();
+    let token = crate::store::lease_token();
     let lease = server.upstream_timeout.saturating_add(LEASE_MARGIN);
     let ev = Event {
         source,
@@ -505,19 +505,6 @@ async fn unlock(state: &State, source: &Source, lock: Option<(String, String)>, 
     }
 }
 
-/// A lease token: 128 random bits as 32 lowercase hex digits. By hand, not
-/// `hex::encode`, which collects a `String` a `char` at a time: every
-/// request makes one, duplicates included.
-fn lease_token() -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(32);
-    for byte in rand::random::<[u8; 16]>() {
-        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
-        out.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
-    }
-    out
-}
-
 /// Retries a failed commit until it lands or [`COMMIT_RETRY_FOR`] passes.
 /// Safe at any time: the app accepted the event, so `done` is true whoever
 /// holds the key by then (see [`crate::store::Store::commit`]).
@@ -765,23 +752,6 @@ fn unix_now_f64() -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn lease_tokens_are_32_lowercase_hex_digits_and_differ() {
-        let a = lease_token();
-        let b = lease_token();
-        assert_eq!(a.len(), 32);
-        assert!(
-            a.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')),
-            "{a}"
-        );
-        assert_ne!(a, b);
-        // Every digit value shows up over a few tokens (the table is whole).
-        let seen: std::collections::BTreeSet<char> = (0..64)
-            .flat_map(|_| lease_token().chars().collect::<Vec<_>>())
-            .collect();
-        assert_eq!(seen.len(), 16, "{seen:?}");
-    }
 
     #[test]
     fn hostile_ids_become_bounded_keys() {

@@ -225,7 +225,7 @@ impl Envelope {
             })
             .collect();
         Envelope {
-            token: format!("{:032x}", rand::random::<u128>()),
+            token: crate::store::lease_token(),
             source: r.source.name.clone(),
             event_id: r.event_id.to_owned(),
             event_type: r.event_type.map(str::to_owned),
@@ -731,7 +731,7 @@ impl Job {
             None => None,
             Some(gate) => {
                 let key = gate.lock_key(&self.prefix, name);
-                let token = format!("{:032x}", rand::random::<u128>());
+                let token = crate::store::lease_token();
                 let lease = runtime
                     .config
                     .server

@@ -10,6 +10,20 @@ use std::time::Duration;
 pub mod memory;
 pub mod redis;
 
+/// A lease token: 128 random bits as 32 lowercase hex digits. Every claim
+/// takes one (the forward path makes one per request, duplicates included),
+/// so it is written from a table rather than through `format!` or
+/// `hex::encode`.
+pub fn lease_token() -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(32);
+    for byte in rand::random::<[u8; 16]>() {
+        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        out.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+    }
+    out
+}
+
 /// The state of an event id when a request tries to take it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Claim {
@@ -127,5 +141,27 @@ impl Store {
             Store::Memory(store) => store.version_advance(key, version).await,
             Store::Redis(store) => store.version_advance(key, version).await,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lease_tokens_are_32_lowercase_hex_digits_and_differ() {
+        let a = lease_token();
+        let b = lease_token();
+        assert_eq!(a.len(), 32);
+        assert!(
+            a.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')),
+            "{a}"
+        );
+        assert_ne!(a, b);
+        // Every digit value shows up over a few tokens (the table is whole).
+        let seen: std::collections::BTreeSet<char> = (0..64)
+            .flat_map(|_| lease_token().chars().collect::<Vec<_>>())
+            .collect();
+        assert_eq!(seen.len(), 16, "{seen:?}");
     }
 }
