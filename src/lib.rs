@@ -76,11 +76,12 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
         }
     }
     let readiness = Arc::new(Readiness::default());
-    let limits = |listener: &'static str, max_connections, header_read_timeout| {
+    let limits = |listener: &'static str, max_connections, header_read_timeout, lifetimes| {
         let label = metrics::ListenerLabel { listener };
         server::Limits {
             max_connections,
             header_read_timeout,
+            lifetimes,
             open: state.metrics.connections_open.get_or_create(&label).clone(),
             rejected: state
                 .metrics
@@ -95,11 +96,13 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
         "public",
         server_config.max_connections,
         server_config.request_read_timeout,
+        server_config.lifetimes,
     );
     let admin_limits = limits(
         "admin",
         ADMIN_MAX_CONNECTIONS,
         server_config.request_read_timeout,
+        server::Lifetimes::default(),
     );
     if state.store.as_redis().is_none() {
         tracing::warn!(

@@ -62,7 +62,13 @@ where
 {
     let runtime = state.runtime();
     let (mut parts, body) = request.into_parts();
-    forward::strip_verified(&mut parts.headers);
+    let server = &runtime.config.server;
+    forward::strip_spoofable(&mut parts.headers, server.underscores_in_headers);
+    if let Err(e) = crate::route::origin_form(&mut parts) {
+        tracing::debug!(reason = %e, "request target refused");
+        log_unmatched(state, &parts, &Outcome::BadRequest);
+        return Outcome::BadRequest.response();
+    }
 
     let Some(index) = runtime.router.route(parts.uri.path()) else {
         // Boxed: its forward would otherwise size every request's future,
@@ -84,7 +90,6 @@ where
         }
         return finish(state, source, None, Outcome::MethodNotAllowed, None);
     }
-    let server = &runtime.config.server;
     let body = match read_body(
         body,
         &parts.headers,
@@ -166,7 +171,16 @@ async fn deliver(
     let source = &runtime.config.sources[index];
     let server = &runtime.config.server;
     let event_id = key_safe_id(&verified.event_id);
-    let key = nonce_key(&runtime.config.store.key_prefix, &source.name, &event_id);
+    // An id the signature does not cover names the event but cannot tell
+    // copies apart: the same signed bytes under a fresh id are the same event.
+    let body_digest;
+    let nonce_id: &str = if source.scheme.signs_event_id() {
+        &event_id
+    } else {
+        body_digest = hex::encode(Sha256::digest(&body));
+        &body_digest
+    };
+    let key = nonce_key(&runtime.config.store.key_prefix, &source.name, nonce_id);
     let token = crate::store::lease_token();
     let lease = server.upstream_timeout.saturating_add(LEASE_MARGIN);
     let ev = Event {
@@ -192,11 +206,7 @@ async fn deliver(
             state.metrics.store_errors.inc();
             tracing::warn!(source = %source.name, event_id = %event_id, error = %e, "nonce claim failed");
             if source.on_store_error == OnStoreError::ForwardUnchecked {
-                let stamp = Stamp {
-                    event_id: &event_id,
-                    source: &source.name,
-                    event_type: verified.event_type.as_deref(),
-                };
+                let stamp = stamp(source, &event_id, &verified);
                 return forward_unchecked(
                     state, runtime, source, &parts, body, &verified, stamp, peer,
                 )
@@ -237,22 +247,11 @@ async fn deliver(
         return finish(state, source, Some(&verified), outcome, None);
     }
 
-    let stamp = Stamp {
-        event_id: &event_id,
-        source: &source.name,
-        event_type: verified.event_type.as_deref(),
-    };
+    let stamp = stamp(source, &event_id, &verified);
     let started = std::time::Instant::now();
     let sent = state
         .forwarder
-        .send(
-            &server.upstream,
-            server.upstream_timeout,
-            &parts,
-            body.clone(),
-            peer,
-            Some(stamp),
-        )
+        .send(server, &parts, body.clone(), peer, Some(stamp))
         .await;
     let elapsed = started.elapsed().as_secs_f64();
 
@@ -343,6 +342,19 @@ async fn deliver(
     };
     count_failure(state, runtime, Envelope::new(&parts, body, received), error).await;
     response
+}
+
+/// What hookgate vouches for about a verified event: its id, its source, and
+/// its type only when the signature covers it.
+fn stamp<'a>(source: &'a Source, event_id: &'a str, verified: &'a Verified) -> Stamp<'a> {
+    Stamp {
+        event_id,
+        source: &source.name,
+        event_type: verified
+            .event_type
+            .as_deref()
+            .filter(|_| source.scheme.signs_event_type()),
+    }
 }
 
 /// What the steps after the claim share about the event.
@@ -546,14 +558,7 @@ async fn forward_unchecked(
     let started = std::time::Instant::now();
     let sent = state
         .forwarder
-        .send(
-            &server.upstream,
-            server.upstream_timeout,
-            parts,
-            body,
-            peer,
-            Some(stamp),
-        )
+        .send(server, parts, body, peer, Some(stamp))
         .await;
     let elapsed = started.elapsed().as_secs_f64();
     match sent {
@@ -614,17 +619,7 @@ where
         {
             Err(outcome) => outcome,
             Ok(body) => {
-                let sent = state
-                    .forwarder
-                    .send(
-                        &server.upstream,
-                        server.upstream_timeout,
-                        &parts,
-                        body,
-                        peer,
-                        None,
-                    )
-                    .await;
+                let sent = state.forwarder.send(server, &parts, body, peer, None).await;
                 match sent {
                     Ok(response) => {
                         log_unmatched(state, &parts, &Outcome::Unmatched);

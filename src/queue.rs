@@ -155,6 +155,9 @@ pub struct Envelope {
     pub event_id: String,
     #[serde(default)]
     pub event_type: Option<String>,
+    /// Whether the signature covers `event_type`, so it may be stamped.
+    #[serde(default = "signed_by_default")]
+    pub type_signed: bool,
     /// `"forward"` or `"queue"`: how the event came in.
     pub delivery: String,
     pub method: String,
@@ -187,6 +190,10 @@ pub struct Envelope {
     pub body: Bytes,
 }
 
+fn signed_by_default() -> bool {
+    true
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum DecodeError {
     #[error("no metadata line")]
@@ -207,11 +214,10 @@ pub struct Received<'a> {
 
 impl Envelope {
     /// Captures a verified request. Hop-by-hop headers are left out, and
-    /// `X-Verified-*` ones were removed when it arrived.
+    /// spoofable ones ([`forward::strip_spoofable`]) were removed when it arrived.
     pub fn new(parts: &http::request::Parts, body: Bytes, r: Received<'_>) -> Envelope {
         let mut headers = parts.headers.clone();
         forward::strip_hop_by_hop(&mut headers);
-        forward::strip_verified(&mut headers);
         let headers = headers
             .iter()
             .map(|(name, value)| {
@@ -229,6 +235,7 @@ impl Envelope {
             source: r.source.name.clone(),
             event_id: r.event_id.to_owned(),
             event_type: r.event_type.map(str::to_owned),
+            type_signed: r.source.scheme.signs_event_type(),
             delivery: match r.source.delivery {
                 Delivery::Forward => "forward",
                 Delivery::Queue => "queue",
@@ -360,13 +367,15 @@ pub async fn attempt(
     let stamp = Stamp {
         event_id: &envelope.event_id,
         source: &envelope.source,
-        event_type: envelope.event_type.as_deref(),
+        event_type: envelope
+            .event_type
+            .as_deref()
+            .filter(|_| envelope.type_signed),
     };
     let started = Instant::now();
     let sent = forwarder
         .send(
-            &server.upstream,
-            server.upstream_timeout,
+            server,
             &parts,
             envelope.body.clone(),
             envelope.peer,

@@ -200,6 +200,23 @@ impl Generic {
     pub fn signs_timestamp(&self) -> bool {
         self.timestamp_header.is_some() || self.timestamp_key.is_some()
     }
+
+    /// Whether the value at `locator` is covered by the signature: a pointer
+    /// when the body is signed, a header when the template names it
+    /// (`{header:Name}`, or `{id}` for the id's own header). No locator means
+    /// the id is the body's digest, signed with the body.
+    fn signs(&self, locator: Option<&Locator>, is_id: bool) -> bool {
+        let pieces = generic::pieces(&self.signed_payload);
+        match locator {
+            None => true,
+            Some(Locator::Pointer(_)) => pieces.contains(&generic::Piece::Body),
+            Some(Locator::Header(name)) => pieces.iter().any(|piece| match piece {
+                generic::Piece::Id => is_id,
+                generic::Piece::Header(h) => h.eq_ignore_ascii_case(name.as_str()),
+                _ => false,
+            }),
+        }
+    }
 }
 
 /// An answer hookgate gives itself to a sender's endpoint check.
@@ -289,6 +306,32 @@ const CODED: [&str; 9] = [
 ];
 
 impl Scheme {
+    /// Whether the event id this scheme reads is covered by the signature.
+    /// Where it is not (GitHub's and Shopify's delivery headers), anyone
+    /// holding one signed request can send it again under a fresh id, so the
+    /// nonce is keyed by the signed bytes instead (DESIGN §2).
+    pub fn signs_event_id(&self) -> bool {
+        match self {
+            Scheme::Github | Scheme::Shopify | Scheme::Twilio { .. } => false,
+            Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => {
+                g.signs(g.event_id.as_ref(), true)
+            }
+            _ => true,
+        }
+    }
+
+    /// Whether the event type this scheme reads is covered by the signature;
+    /// only a signed type is stamped as `X-Verified-Event-Type`.
+    pub fn signs_event_type(&self) -> bool {
+        match self {
+            Scheme::Github | Scheme::Shopify => false,
+            Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => {
+                g.signs(g.event_type.as_ref(), false)
+            }
+            _ => true,
+        }
+    }
+
     /// The `scheme = "…"` word.
     pub fn name(&self) -> &'static str {
         match self {

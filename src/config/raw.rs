@@ -41,6 +41,12 @@ pub(super) struct RawServer {
     pub unmatched: Option<Spanned<String>>,
     pub max_connections: Option<Spanned<i64>>,
     pub request_read_timeout: Option<Spanned<String>>,
+    pub write_timeout: Option<Spanned<String>>,
+    pub idle_timeout: Option<Spanned<String>>,
+    pub max_connection_age: Option<Spanned<String>>,
+    pub max_response_bytes: Option<Spanned<i64>>,
+    pub upstream_keepalive: Option<Spanned<bool>>,
+    pub underscores_in_headers: Option<Spanned<String>>,
     pub tls: Option<Spanned<RawTls>>,
 }
 

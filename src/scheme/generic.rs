@@ -37,6 +37,8 @@ use std::time::Duration;
 
 use http::{HeaderMap, HeaderName};
 
+use sha2::{Digest as _, Sha256};
+
 use super::hmac;
 use super::json::{self, Field, json_fields};
 use super::{Algorithm, Error, Generic, Locator, SecretEncoding, Verified};
@@ -266,9 +268,17 @@ impl Generic {
         Ok(())
     }
 
+    /// `value` without the signature prefix, matched in ASCII case-insensitive
+    /// comparison (`Bearer ` is an auth scheme, case-insensitive by RFC 9110
+    /// §11.1; `sha256=` and `v1=` are never sent in two cases).
     fn strip<'a>(&self, value: &'a [u8]) -> Option<&'a [u8]> {
         match &self.signature_prefix {
-            Some(prefix) => value.strip_prefix(prefix.as_bytes()),
+            Some(prefix) => {
+                let prefix = prefix.as_bytes();
+                let head = value.get(..prefix.len())?;
+                head.eq_ignore_ascii_case(prefix)
+                    .then(|| &value[prefix.len()..])
+            }
             None => Some(value),
         }
     }
@@ -277,14 +287,17 @@ impl Generic {
         match self.algorithm.tag_len() {
             Some(len) => hmac::decode_tag(self.encoding, text, len),
             None if text.is_empty() => None,
-            None => Some(text.to_vec()),
+            // A token is compared as its digest, so the comparison takes the
+            // same time whatever length was sent (`ct_eq` on slices of
+            // different lengths returns at once, telling the secret's length).
+            None => Some(Sha256::digest(text).to_vec()),
         }
     }
 
-    /// The expected signature for `key` over `parts`.
+    /// The expected signature for `key` over `parts` (a token: its digest).
     fn expected(&self, key: &[u8], parts: &[&[u8]]) -> Vec<u8> {
         match self.algorithm {
-            Algorithm::Token => key.to_vec(),
+            Algorithm::Token => Sha256::digest(key).to_vec(),
             alg => hmac::mac(alg, key, parts),
         }
     }
