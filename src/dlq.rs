@@ -307,7 +307,7 @@ impl Replayer<'_> {
 
         // A forward-mode event may have got through on a sender retry.
         let nonce = if envelope.delivery == "forward" {
-            let key = nonce_key(prefix, &source, &envelope.event_id);
+            let key = nonce_key(prefix, &source, envelope.nonce_id());
             let token = crate::store::lease_token();
             let lease = server.upstream_timeout.saturating_add(queue::LEASE_MARGIN);
             match self.store.claim(&key, &token, lease).await? {

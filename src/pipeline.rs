@@ -187,6 +187,7 @@ async fn deliver(
         source,
         verified: &verified,
         event_id: &event_id,
+        nonce_id,
         nonce: &key,
         token: &token,
     };
@@ -335,6 +336,7 @@ async fn deliver(
     let received = Received {
         source,
         event_id: &event_id,
+        nonce_id,
         event_type: verified.event_type.as_deref(),
         signed_at: verified.timestamp,
         peer,
@@ -362,7 +364,9 @@ struct Event<'a> {
     source: &'a Source,
     verified: &'a Verified,
     event_id: &'a str,
-    /// The nonce key and this request's token in it.
+    /// What the nonce is keyed by (the event id, or the body's digest where
+    /// the id is unsigned), the nonce key, and this request's token in it.
+    nonce_id: &'a str,
     nonce: &'a str,
     token: &'a str,
 }
@@ -445,6 +449,7 @@ async fn enqueue(
     let received = Received {
         source,
         event_id: ev.event_id,
+        nonce_id: ev.nonce_id,
         event_type: ev.verified.event_type.as_deref(),
         signed_at: ev.verified.timestamp,
         peer,

@@ -155,6 +155,10 @@ pub struct Envelope {
     pub event_id: String,
     #[serde(default)]
     pub event_type: Option<String>,
+    /// What the event's nonce is keyed by, when not `event_id` (an unsigned
+    /// id: the body's digest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nonce_id: Option<String>,
     /// Whether the signature covers `event_type`, so it may be stamped.
     #[serde(default = "signed_by_default")]
     pub type_signed: bool,
@@ -206,6 +210,8 @@ pub enum DecodeError {
 pub struct Received<'a> {
     pub source: &'a Source,
     pub event_id: &'a str,
+    /// What its nonce is keyed by.
+    pub nonce_id: &'a str,
     pub event_type: Option<&'a str>,
     pub signed_at: Option<i64>,
     pub peer: Option<IpAddr>,
@@ -235,6 +241,7 @@ impl Envelope {
             source: r.source.name.clone(),
             event_id: r.event_id.to_owned(),
             event_type: r.event_type.map(str::to_owned),
+            nonce_id: (r.nonce_id != r.event_id).then(|| r.nonce_id.to_owned()),
             type_signed: r.source.scheme.signs_event_type(),
             delivery: match r.source.delivery {
                 Delivery::Forward => "forward",
@@ -259,6 +266,11 @@ impl Envelope {
             version: r.gate.map(|g| g.version.to_string()),
             body,
         }
+    }
+
+    /// What the event's nonce is keyed by.
+    pub fn nonce_id(&self) -> &str {
+        self.nonce_id.as_deref().unwrap_or(&self.event_id)
     }
 
     /// The stored form: JSON metadata, `\n`, body bytes.

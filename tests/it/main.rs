@@ -2,6 +2,7 @@
 //! test) and a real recording upstream, with a real `redis-server` where the
 //! store matters. Every port is ephemeral and on loopback; every wait is bounded.
 //!
+//! - `attacks`: the attacks of `docs/security.md`, exact bytes in and out.
 //! - `pipeline`: each row of the DESIGN §3 status table, in forward mode.
 //! - `forwarding`: what the app receives, byte for byte.
 //! - `schemes`: every built-in scheme (and a generic one) end to end.
@@ -32,6 +33,7 @@
 mod support;
 
 mod admin;
+mod attacks;
 mod cli;
 mod cluster;
 mod concurrency;

@@ -10,6 +10,7 @@
 #![allow(dead_code)] // each test file uses a different part of the helpers
 
 pub mod hookgate;
+pub mod raw_app;
 pub mod redis;
 pub mod upstream;
 
