@@ -175,9 +175,18 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
 
 /// Opens the store `[store]` asks for. Redis connects lazily: hookgate starts
 /// (and answers 503) even while Redis is still coming up. Call inside a Tokio runtime.
-pub fn open_store(config: &config::Store) -> Result<store::Store, store::Error> {
+///
+/// With several sources, one source's nonces may fill at most half the
+/// memory store, so a flood on one leaves room for the others.
+pub fn open_store(config: &config::Config) -> Result<store::Store, store::Error> {
+    let sources = config.sources.len();
+    let config = &config.store;
     match &config.kind {
-        config::StoreKind::Memory => Ok(store::Store::memory(config.memory_max_entries)),
+        config::StoreKind::Memory => {
+            let max = config.memory_max_entries;
+            let per_source = if sources > 1 { max / 2 } else { max };
+            Ok(store::Store::memory(max, per_source))
+        }
         config::StoreKind::Redis { url } => store::Store::redis(url),
         config::StoreKind::RedisCluster { urls } => store::Store::redis_cluster(urls),
     }

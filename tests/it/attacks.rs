@@ -830,3 +830,53 @@ async fn check_never_prints_upstream_credentials() {
     assert!(!output.contains("s3cr3t-pw"), "{output}");
     assert!(!output.contains("deploy:"), "{output}");
 }
+
+#[tokio::test]
+async fn a_flood_on_one_source_leaves_the_memory_store_to_the_others() {
+    let app = RawApp::start(|_| Scripted::status(200)).await;
+    let github = SourceSpec::github();
+    let stripe = SourceSpec::stripe();
+    let config = ConfigBuilder::new(&app.url())
+        .source(github.clone())
+        .source(stripe.clone())
+        .toml()
+        .replace(
+            "kind = \"memory\"\n",
+            "kind = \"memory\"\nmemory_max_entries = 20\n",
+        );
+    let gate = Hookgate::start(&config).await;
+    // A sender (or its leaked secret) signing ever new bodies: half the
+    // store is all it gets.
+    let mut refused = 0;
+    for n in 0..30 {
+        let event = github.event(&format!("flood-{n:04}"), "push");
+        let answer = raw(
+            &gate,
+            &post(
+                &gate,
+                "/webhooks/github",
+                &github.request_headers(&event),
+                &event.body,
+            ),
+        )
+        .await;
+        match statuses(&answer).as_slice() {
+            [200] => {}
+            [503] => {
+                assert_eq!(body_json(&answer), json!({"error": "store_unavailable"}));
+                refused += 1;
+            }
+            other => panic!("flood answer {other:?}"),
+        }
+    }
+    assert_eq!(refused, 20, "10 of 30 fit in half of 20 entries");
+    for n in 0..5 {
+        let answer = send_stripe(&gate, &stripe, &format!("evt_after_flood_{n}")).await;
+        assert_eq!(
+            statuses(&answer),
+            [200],
+            "{}",
+            String::from_utf8_lossy(&answer)
+        );
+    }
+}

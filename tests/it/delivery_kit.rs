@@ -255,7 +255,7 @@ impl Gate {
             Ok(c) => c,
             Err(e) => panic!("test config refused:\n{e}\n{toml}"),
         };
-        let store = hookgate::open_store(&config.store).expect("store");
+        let store = hookgate::open_store(&config).expect("store");
         let state = Arc::new(State::new(config, store).expect("state"));
         let public = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let admin = TcpListener::bind("127.0.0.1:0").await.expect("bind");
