@@ -553,6 +553,57 @@ mod tests {
 
     const NOW: i64 = 1_700_000_000;
 
+    #[test]
+    fn a_bearer_token_matches_in_any_case_and_only_whole() {
+        let g = Generic {
+            algorithm: Algorithm::Token,
+            signed_payload: String::new(),
+            signature_prefix: Some("Bearer ".into()),
+            ..Generic::new(name("authorization"), Encoding::Hex)
+        };
+        let s = scheme(g);
+        let keys = [key(b"okta-token-1234")];
+        for value in [
+            "Bearer okta-token-1234",
+            "bearer okta-token-1234",
+            "BEARER okta-token-1234",
+        ] {
+            let h = headers(&[("authorization", value)]);
+            assert!(
+                s.verify(&keys, TOLERANCE, &h, b"{}", NOW).is_ok(),
+                "{value}"
+            );
+        }
+        for value in [
+            "Bearer okta-token-123",
+            "Bearer okta-token-12345",
+            "Bearer ",
+            "okta-token-1234",
+        ] {
+            let h = headers(&[("authorization", value)]);
+            assert!(
+                s.verify(&keys, TOLERANCE, &h, b"{}", NOW).is_err(),
+                "{value}"
+            );
+        }
+    }
+
+    /// Token and candidate are compared as digests of one fixed length, so
+    /// the comparison cannot stop early on a length that differs.
+    #[test]
+    fn tokens_are_compared_as_fixed_length_digests() {
+        let g = Generic {
+            algorithm: Algorithm::Token,
+            signed_payload: String::new(),
+            ..Generic::new(name("x-token"), Encoding::Hex)
+        };
+        for sent in [&b"a"[..], b"a-much-longer-token-than-the-secret-itself"] {
+            assert_eq!(g.decode(sent).map(|d| d.len()), Some(32));
+        }
+        assert_eq!(g.expected(b"secret", &[]).len(), 32);
+        assert_eq!(g.decode(b"secret"), Some(g.expected(b"secret", &[])));
+    }
+
     // GitHub's published test values, as in github.rs:
     // https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries#testing-the-webhook-payload-validation
     #[test]
