@@ -132,14 +132,14 @@ const CODED: &[Coded] = &[
     Coded {
         name: "metronome",
         provider: "Metronome",
-        headers: "`Metronome-Webhook-Signature`, `Date` (HTTP date)",
-        signed: "`{Date}` + newline + `{body}`",
+        headers: "`Metronome-Webhook-Signature`, `X-Metronome-Date` (HTTP date; older senders: `Date`)",
+        signed: "`{X-Metronome-Date}` (or `{Date}`) + newline + `{body}`; both present with different values is refused",
         algorithm: "HMAC-SHA256, hex",
         tolerance: "5m (default; Metronome's SDKs use 5m)",
         id: "body `/id`",
         kind: "body `/type`",
         handshake: "—",
-        vector: "SDK test: Metronome-Industries/metronome-node tests/api-resources/webhooks.test.ts",
+        vector: "SDK test: Metronome-Industries/metronome-node tests/api-resources/webhooks.test.ts (`Date`); values from `@metronome/sdk` 3.10.0's signer (`X-Metronome-Date`)",
         published: true,
     },
     Coded {
