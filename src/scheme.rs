@@ -21,6 +21,7 @@ mod generic;
 mod github;
 mod handshake;
 pub(crate) mod hmac;
+mod increase;
 mod json;
 mod mailgun;
 mod messagebird;
@@ -255,8 +256,12 @@ pub enum Scheme {
     SendGrid,
     /// Ed25519 over the timestamp and body; the key is the application's public key.
     Discord,
-    /// HMAC-SHA256 over the `Date` header, a newline and the body.
+    /// HMAC-SHA256 over the `X-Metronome-Date` (or `Date`) header, a
+    /// newline and the body.
     Metronome,
+    /// Standard Webhooks headers keyed with the raw secret, or the older
+    /// `Increase-Webhook-Signature: t=…,v1=…`.
+    Increase,
     /// HMAC-SHA256 over a timestamp and token carried in the JSON body.
     Mailgun,
     /// HMAC-SHA256 over fields of each notification item, in the JSON body.
@@ -276,11 +281,12 @@ pub enum Scheme {
 }
 
 /// The scheme words that are code, not catalog presets, besides the core five.
-const CODED: [&str; 9] = [
+const CODED: [&str; 10] = [
     "twilio",
     "sendgrid",
     "discord",
     "metronome",
+    "increase",
     "mailgun",
     "messagebird",
     "adyen",
@@ -303,6 +309,7 @@ impl Scheme {
             Scheme::SendGrid => "sendgrid",
             Scheme::Discord => "discord",
             Scheme::Metronome => "metronome",
+            Scheme::Increase => "increase",
             Scheme::Mailgun => "mailgun",
             Scheme::MessageBird { .. } => "messagebird",
             Scheme::Adyen => "adyen",
@@ -325,6 +332,7 @@ impl Scheme {
             "sendgrid" => Scheme::SendGrid,
             "discord" => Scheme::Discord,
             "metronome" => Scheme::Metronome,
+            "increase" => Scheme::Increase,
             "mailgun" => Scheme::Mailgun,
             "messagebird" => Scheme::MessageBird { public_url: url() },
             "adyen" => Scheme::Adyen,
@@ -366,6 +374,7 @@ impl Scheme {
             Scheme::Stripe | Scheme::Slack | Scheme::Standard => true,
             Scheme::SendGrid | Scheme::Discord => true,
             Scheme::Metronome | Scheme::Mailgun | Scheme::MessageBird { .. } => true,
+            Scheme::Increase => true,
             Scheme::SinchVoice { .. } => true,
             Scheme::Github | Scheme::Shopify | Scheme::Twilio { .. } => false,
             Scheme::Adyen | Scheme::Plivo { .. } => false,
@@ -423,6 +432,7 @@ impl Scheme {
             Scheme::SendGrid => sendgrid::verify(keys, tolerance, headers, body, now),
             Scheme::Discord => discord::verify(keys, tolerance, headers, body, now),
             Scheme::Metronome => metronome::verify(keys, tolerance, headers, body, now),
+            Scheme::Increase => increase::verify(keys, tolerance, headers, body, now),
             Scheme::Mailgun => mailgun::verify(keys, tolerance, body, now),
             Scheme::MessageBird { public_url } => {
                 messagebird::verify(public_url, keys, tolerance, headers, body, now)
@@ -461,6 +471,7 @@ impl Scheme {
                 Err("the sender signs with its private key; hookgate only holds the public key")
             }
             Scheme::Metronome => Ok(metronome::sign(key, body, timestamp)),
+            Scheme::Increase => increase::sign(key, body, id, timestamp),
             Scheme::Mailgun | Scheme::Adyen => {
                 Err("the signature travels in the body, not in headers")
             }

@@ -399,18 +399,6 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
-        timestamp_format: TimestampFormat::Rfc3339,
-        event_id: Some(P("/id")),
-        event_type: Some(P("/category")),
-        vector: Vector::Sdk("Increase/increase-python tests/api_resources/test_webhooks.py"),
-        ..t_v1(
-            "increase",
-            "Increase",
-            &["increase-webhook-signature"],
-            "https://increase.com/documentation/webhooks",
-        )
-    },
-    Preset {
         vector: Vector::Sdk(
             "onfido/onfido-python tests/test_classic_webhook_event_verification.py",
         ),
