@@ -445,11 +445,17 @@ impl Scheme {
         }
     }
 
-    /// The headers (name, value) that make `body` a valid request signed with
-    /// `key` at `timestamp`; `id` sets the event id where the scheme carries it
-    /// in a header (a fresh random id is used when `None`). Refused for
-    /// public-key schemes (hookgate holds no private key) and for token
-    /// schemes (the header would be the secret itself).
+    /// The signer: every header (name, value) of a delivery of `body` signed
+    /// with `key` at `timestamp`, as the provider sends it — the signature
+    /// and everything the provider's own verifiers read beside it (signed
+    /// time, id, nonce, version and algorithm markers, key ids) — so that
+    /// the provider's SDK accepts it, not only hookgate. `id` sets the event
+    /// id where the scheme carries it in a header (a fresh random id is used
+    /// when `None`). One function per scheme behind this, for `hookgate sign`
+    /// and for anything that signs a delivery again. Refused for public-key
+    /// schemes (hookgate holds no private key), for token schemes (the
+    /// header would be the secret itself) and where the signature travels in
+    /// the body.
     pub fn sign(
         &self,
         key: &Secret,
@@ -460,11 +466,19 @@ impl Scheme {
         match self {
             Scheme::Stripe => Ok(stripe::sign(key, body, timestamp)),
             Scheme::Github => Ok(github::sign(key, body, id)),
-            Scheme::Shopify => Ok(shopify::sign(key, body, id)),
+            Scheme::Shopify => Ok(shopify::sign(key, body, id, timestamp)),
             Scheme::Slack => Ok(slack::sign(key, body, timestamp)),
             Scheme::Standard => Ok(standard::sign(key, body, id, timestamp)),
-            Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => {
-                generic::sign(g, key, body, id, timestamp)
+            Scheme::Generic(g) => generic::sign(g, key, body, id, timestamp),
+            Scheme::Preset { preset, generic: g } => {
+                let mut lines = generic::sign(g, key, body, id, timestamp)?;
+                lines.extend(
+                    preset
+                        .sends
+                        .iter()
+                        .map(|(name, value)| ((*name).to_owned(), (*value).to_owned())),
+                );
+                Ok(lines)
             }
             Scheme::Twilio { public_url } => Ok(twilio::sign(public_url, key, body, id)),
             Scheme::SendGrid | Scheme::Discord => {

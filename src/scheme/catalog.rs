@@ -98,6 +98,30 @@ impl Vector {
     }
 }
 
+/// The provider's official SDK, as `docs/sdkcheck.py` checks it against
+/// hookgate: the SDK's verify on what `hookgate sign` prints and, where the
+/// SDK has a signer, its deliveries sent through a running hookgate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sdk {
+    /// The packages and versions the check passed with (`npm pkg 1.2.3`,
+    /// `PyPI pkg 4.5.6`).
+    Checked(&'static str),
+    /// No official SDK on npm or PyPI ships a webhook verifier.
+    None,
+    /// An official SDK has a verifier, but the check cannot run it: why.
+    NotRun(&'static str),
+}
+
+impl Sdk {
+    pub fn describe(self) -> String {
+        match self {
+            Sdk::Checked(what) => what.to_owned(),
+            Sdk::None => "no SDK".to_owned(),
+            Sdk::NotRun(why) => format!("not run: {why}"),
+        }
+    }
+}
+
 /// One catalog row: a provider described for the generic engine.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Preset {
@@ -123,6 +147,13 @@ pub struct Preset {
     /// The replay window the provider documents; `None` = hookgate's default.
     pub tolerance_secs: Option<u64>,
     pub handshake: Option<Handshake>,
+    /// Headers with a fixed value that the provider sends with every
+    /// delivery and its own verifiers read (Box's signature version and
+    /// algorithm); hookgate does not need them, `sign` prints them so its
+    /// output is a complete delivery.
+    pub sends: &'static [(&'static str, &'static str)],
+    /// The official SDK checked against this row.
+    pub sdk: Sdk,
     /// The provider's page describing the scheme.
     pub docs: &'static str,
     pub vector: Vector,
@@ -155,6 +186,8 @@ const fn hmac(
         event_type: None,
         tolerance_secs: None,
         handshake: None,
+        sends: &[],
+        sdk: Sdk::None,
         docs,
         vector: Vector::CrossChecked,
     }
@@ -216,6 +249,12 @@ const fn t_v1(
 
 use Encoding::{Base64, Base64Url, Hex};
 use Loc::{Header as H, Pointer as P};
+
+/// What `sign` prints where the provider sends an identifier beside the
+/// signature (Worldline's key id, Pusher's app key): hookgate tries every
+/// secret and does not read it, so the real value is not in its config; a
+/// verifier that looks its secret up by this identifier must be told it.
+pub const SIGN_KEY_ID: &str = "hookgate-sign";
 
 const STANDARD_SPEC: &str = "Standard Webhooks spec vector, standard-webhooks/standard-webhooks libraries/go/webhook_test.go";
 
@@ -285,6 +324,10 @@ pub static PRESETS: &[Preset] = &[
         event_id: Some(H("box-delivery-id")),
         event_type: Some(P("/trigger")),
         tolerance_secs: Some(600),
+        sends: &[
+            ("box-signature-version", "1"),
+            ("box-signature-algorithm", "HmacSHA256"),
+        ],
         vector: Vector::Sdk(
             "box/box-python-sdk test/unit/object/test_webhook.py (test_validate_message)",
         ),
@@ -491,6 +534,7 @@ pub static PRESETS: &[Preset] = &[
     Preset {
         signed_payload: "{body}.{header:x-sinch-webhook-signature-nonce}.{timestamp}",
         timestamp_header: Some("x-sinch-webhook-signature-timestamp"),
+        sends: &[("x-sinch-webhook-signature-algorithm", "HmacSHA256")],
         vector: Vector::Sdk(
             "sinch/sinch-sdk-dotnet tests/Sinch.Tests/Conversation/WebhooksTests.cs (ValidateRequest)",
         ),
@@ -520,6 +564,7 @@ pub static PRESETS: &[Preset] = &[
     Preset {
         event_id: Some(P("/id")),
         event_type: Some(P("/type")),
+        sends: &[("x-gcs-keyid", SIGN_KEY_ID)],
         vector: Vector::Sdk(
             "Ingenico-ePayments/connect-sdk-php tests/Ingenico/Connect/Sdk/Webhooks/WebhooksHelperTest.php (testUnmarshalBytesSuccess)",
         ),
@@ -988,6 +1033,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sends: &[("x-pusher-key", SIGN_KEY_ID)],
         vector: Vector::Sdk("pusher/pusher-http-go webhook_test.go (TestClientWebhookValidation)"),
         ..hmac(
             "pusher",

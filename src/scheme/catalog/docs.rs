@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::super::{Algorithm, Encoding, SecretEncoding, TimestampFormat};
-use super::{Loc, PRESETS, Preset};
+use super::{Loc, PRESETS, Preset, Sdk};
 
 /// A provider whose scheme is code rather than a preset.
 struct Coded {
@@ -19,6 +19,7 @@ struct Coded {
     kind: &'static str,
     handshake: &'static str,
     vector: &'static str,
+    sdk: Sdk,
     /// Whether `vector` was published (docs, SDK, standard) rather than
     /// computed by our own cross-check.
     published: bool,
@@ -36,6 +37,7 @@ const CODED: &[Coded] = &[
         kind: "body `/type`",
         handshake: "—",
         vector: "SDK test: stripe/stripe-dotnet src/StripeTests/Services/Events/EventUtilityTest.cs",
+        sdk: Sdk::None,
         published: true,
     },
     Coded {
@@ -49,6 +51,7 @@ const CODED: &[Coded] = &[
         kind: "header `X-GitHub-Event`",
         handshake: "—",
         vector: "docs: https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries#testing-the-webhook-payload-validation",
+        sdk: Sdk::None,
         published: true,
     },
     Coded {
@@ -62,6 +65,7 @@ const CODED: &[Coded] = &[
         kind: "header `X-Shopify-Topic`",
         handshake: "—",
         vector: "SDK test: Shopify/shopify-api-js packages/shopify-api/lib/webhooks/__tests__/validate.test.ts (secret from lib/__tests__/test-config.ts)",
+        sdk: Sdk::None,
         published: true,
     },
     Coded {
@@ -75,6 +79,7 @@ const CODED: &[Coded] = &[
         kind: "body `/event/type`, else `/type`",
         handshake: "signed `url_verification` POST → `{\"challenge\"}`",
         vector: "docs: https://api.slack.com/authentication/verifying-requests-from-slack",
+        sdk: Sdk::None,
         published: true,
     },
     Coded {
@@ -88,6 +93,7 @@ const CODED: &[Coded] = &[
         kind: "body `/type`",
         handshake: "—",
         vector: "shared: standard-webhooks/standard-webhooks libraries/go/webhook_test.go",
+        sdk: Sdk::None,
         published: true,
     },
     Coded {
@@ -101,6 +107,7 @@ const CODED: &[Coded] = &[
         kind: "—",
         handshake: "—",
         vector: "SDK test: twilio/twilio-python tests/unit/test_request_validator.py",
+        sdk: Sdk::None,
         published: true,
     },
     Coded {
@@ -114,6 +121,7 @@ const CODED: &[Coded] = &[
         kind: "—",
         handshake: "—",
         vector: "SDK test: sendgrid/sendgrid-python test/unit/test_eventwebhook.py",
+        sdk: Sdk::None,
         published: true,
     },
     Coded {
@@ -127,6 +135,7 @@ const CODED: &[Coded] = &[
         kind: "body `/type` (number)",
         handshake: "signed PING (`type` 1) → `{\"type\":1}`",
         vector: "no published vector; signed with Python `cryptography` and the RFC 8032 test key (see discord.rs)",
+        sdk: Sdk::None,
         published: false,
     },
     Coded {
@@ -140,6 +149,7 @@ const CODED: &[Coded] = &[
         kind: "body `/type`",
         handshake: "—",
         vector: "SDK test: Metronome-Industries/metronome-node tests/api-resources/webhooks.test.ts (`Date`); values from `@metronome/sdk` 3.10.0's signer (`X-Metronome-Date`)",
+        sdk: Sdk::None,
         published: true,
     },
     Coded {
@@ -153,6 +163,7 @@ const CODED: &[Coded] = &[
         kind: "body `/category`",
         handshake: "—",
         vector: "SDK test: Increase/increase-python tests/api_resources/test_webhooks.py (older format); values checked with npm `increase` 0.583.0 `events.unwrap` (current format)",
+        sdk: Sdk::None,
         published: true,
     },
     Coded {
@@ -166,6 +177,7 @@ const CODED: &[Coded] = &[
         kind: "body `/event-data/event`",
         handshake: "—",
         vector: "SDK test: mailgun/mailgun-php tests/Api/WebhookTest.php (testVerifyWebhookGood)",
+        sdk: Sdk::None,
         published: true,
     },
     Coded {
@@ -179,6 +191,7 @@ const CODED: &[Coded] = &[
         kind: "body `/type`",
         handshake: "—",
         vector: "SDK test: messagebird/go-rest-api signature_jwt/testdata/reference.json (read by signature_jwt/signature_test.go)",
+        sdk: Sdk::None,
         published: true,
     },
     Coded {
@@ -192,6 +205,7 @@ const CODED: &[Coded] = &[
         kind: "`eventCode` of a single item",
         handshake: "—",
         vector: "SDK test: Adyen/adyen-python-api-library test/test_util.py (test_notification_request_item_hmac, test_webhooks_with_slashes with test/mocks/util/)",
+        sdk: Sdk::None,
         published: true,
     },
     Coded {
@@ -205,6 +219,7 @@ const CODED: &[Coded] = &[
         kind: "form parameter `Event`",
         handshake: "—",
         vector: "SDK test: plivo/plivo-go utils_test.go (TestValidateSignatureV3Pass1, TestValidateSignatureV3Pass3)",
+        sdk: Sdk::None,
         published: true,
     },
     Coded {
@@ -218,6 +233,7 @@ const CODED: &[Coded] = &[
         kind: "body `/event`",
         handshake: "—",
         vector: "docs: https://developers.sinch.com/docs/voice/api-reference/authentication/callback-signed-request (its example)",
+        sdk: Sdk::None,
         published: true,
     },
 ];
@@ -343,13 +359,13 @@ pub(super) fn render() -> String {
         PRESETS.len(),
     );
     out.push_str(
-        "| scheme | provider | headers | signed bytes | algorithm | tolerance | event id | event type | handshake | test vector |\n\
-         |---|---|---|---|---|---|---|---|---|---|\n",
+        "| scheme | provider | headers | signed bytes | algorithm | tolerance | event id | event type | handshake | test vector | SDK checked |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for c in CODED {
         let _ = writeln!(
             out,
-            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             c.name,
             c.provider,
             cell(c.headers),
@@ -359,13 +375,14 @@ pub(super) fn render() -> String {
             cell(c.id),
             cell(c.kind),
             cell(c.handshake),
-            cell(c.vector)
+            cell(c.vector),
+            cell(&c.sdk.describe())
         );
     }
     for p in PRESETS {
         let _ = writeln!(
             out,
-            "| `{}` | [{}]({}) | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| `{}` | [{}]({}) | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             p.name,
             p.provider,
             p.docs,
@@ -376,7 +393,8 @@ pub(super) fn render() -> String {
             cell(&id(p)),
             cell(&loc(p.event_type)),
             cell(p.handshake.map_or("—", |h| h.describe())),
-            cell(&p.vector.describe())
+            cell(&p.vector.describe()),
+            cell(&p.sdk.describe())
         );
     }
     out.push_str(NOTES);
