@@ -262,6 +262,7 @@ const STANDARD_SPEC: &str = "Standard Webhooks spec vector, standard-webhooks/st
 pub static PRESETS: &[Preset] = &[
     // ---- Published vectors: provider docs or official SDK tests ----
     Preset {
+        sdk: Sdk::Checked("npm @paddle/paddle-node-sdk 3.10.0 (verify; the SDK has no signer)"),
         signature_delimiter: Some(";"),
         signature_key: Some("h1"),
         timestamp_key: Some("ts"),
@@ -279,6 +280,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm @mux/mux-node 15.3.0 (verify; the SDK has no signer)"),
         event_id: Some(P("/id")),
         event_type: Some(P("/type")),
         tolerance_secs: Some(300),
@@ -291,6 +293,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm @hubspot/api-client 13.5.0"),
         signed_payload: "POST{url}{body}{timestamp}",
         timestamp_header: Some("x-hubspot-request-timestamp"),
         timestamp_format: TimestampFormat::Milliseconds,
@@ -305,6 +308,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm square 46.0.0 (verify; the SDK has no signer)"),
         signed_payload: "{url}{body}",
         event_id: Some(P("/event_id")),
         event_type: Some(P("/type")),
@@ -318,6 +322,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm box-typescript-sdk-gen 1.19.1"),
         signed_payload: "{body}{timestamp}",
         timestamp_header: Some("box-delivery-timestamp"),
         timestamp_format: TimestampFormat::Rfc3339,
@@ -340,6 +345,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm coinbase-commerce-node 1.0.4 (verify; the SDK has no signer)"),
         event_id: Some(P("/event/id")),
         event_type: Some(P("/event/type")),
         vector: Vector::Sdk("coinbase/coinbase-commerce-node test/testWebhook.spec.js"),
@@ -352,6 +358,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm razorpay 2.9.8 (verify; the SDK has no signer)"),
         event_id: Some(H("x-razorpay-event-id")),
         event_type: Some(P("/event")),
         vector: Vector::Sdk(
@@ -366,6 +373,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm gocardless-nodejs 10.1.2 (verify; the SDK has no signer)"),
         vector: Vector::Sdk("gocardless/gocardless-pro-ruby spec/webhook_spec.rb"),
         ..hmac(
             "gocardless",
@@ -376,6 +384,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm @sanity/webhook 4.0.4"),
         encoding: Base64Url,
         timestamp_format: TimestampFormat::Milliseconds,
         vector: Vector::Sdk("sanity-io/webhook-toolkit test/signature.test.ts"),
@@ -387,6 +396,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm orb-billing 6.11.0 (verify; the SDK has no signer)"),
         signature_prefix: Some("v1="),
         signature_delimiter: Some(" "),
         signed_payload: "v1:{timestamp}:{body}",
@@ -405,6 +415,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm lithic 0.145.0 (verify; the SDK has no signer)"),
         event_type: Some(P("/event_type")),
         vector: Vector::Sdk("lithic-com/lithic-python tests/api_resources/test_webhooks.py"),
         ..standard_like(
@@ -417,6 +428,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm modern-treasury 3.3.0"),
         event_type: Some(P("/event")),
         vector: Vector::Sdk(
             "Modern-Treasury/modern-treasury-python tests/api_resources/test_webhooks.py",
@@ -430,6 +442,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm @tryfinch/finch-api 10.7.0 (verify; the SDK has no signer)"),
         secret_prefix: None,
         vector: Vector::Sdk("Finch-API/finch-api-python tests/api_resources/test_webhooks.py"),
         ..standard_like(
@@ -442,6 +455,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm @onfido/api 6.2.0 (verify; the SDK has no signer)"),
         vector: Vector::Sdk(
             "onfido/onfido-python tests/test_classic_webhook_event_verification.py",
         ),
@@ -455,6 +469,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm @adyen/api-library 32.1.0"),
         secret_encoding: SecretEncoding::Hex,
         event_type: Some(P("/type")),
         vector: Vector::Sdk(
@@ -469,6 +484,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm @line/bot-sdk 11.0.0 (verify; the SDK has no signer)"),
         vector: Vector::Sdk("line/line-bot-sdk-python tests/test_signature.py"),
         ..hmac(
             "line",
@@ -479,6 +495,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm openai 6.49.0 (verify; the SDK has no signer)"),
         vector: Vector::Sdk("openai/openai-node tests/api-resources/webhooks.test.ts"),
         ..standard_like(
             "openai",
@@ -490,6 +507,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm replicate 1.4.0 (verify; the SDK has no signer)"),
         event_type: None,
         vector: Vector::Sdk(
             "replicate/replicate-python tests/test_webhooks.py (test_get_webhook_secret)",
@@ -504,6 +522,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm @workos-inc/node 8.13.0"),
         timestamp_format: TimestampFormat::Milliseconds,
         event_id: Some(P("/id")),
         event_type: Some(P("/event")),
@@ -517,6 +536,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm @easypost/api 8.9.0 (verify; the SDK has no signer)"),
         signature_prefix: Some("hmac-sha256-hex="),
         event_id: Some(P("/id")),
         event_type: Some(P("/description")),
@@ -532,6 +552,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm @sinch/sdk-client 1.5.0 (its authorization helper, loaded by path)"),
         signed_payload: "{body}.{header:x-sinch-webhook-signature-nonce}.{timestamp}",
         timestamp_header: Some("x-sinch-webhook-signature-timestamp"),
         sends: &[("x-sinch-webhook-signature-algorithm", "HmacSHA256")],
@@ -547,6 +568,9 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked(
+            "npm @sinch/sdk-client 1.5.0 (verify; its authorization helper, loaded by path)",
+        ),
         algorithm: Algorithm::Sha1,
         event_id: Some(P("/eventId")),
         event_type: Some(P("/eventType")),
@@ -562,6 +586,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm connect-sdk-nodejs 5.2.0 (verify; the SDK has no signer)"),
         event_id: Some(P("/id")),
         event_type: Some(P("/type")),
         sends: &[("x-gcs-keyid", SIGN_KEY_ID)],
@@ -577,6 +602,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm viber-bot 1.0.18 (verify; the SDK has no signer)"),
         event_type: Some(P("/event")),
         vector: Vector::Sdk("Viber/viber-bot-python tests/api/test_api.py (test_verify_signature)"),
         ..hmac(
@@ -589,6 +615,7 @@ pub static PRESETS: &[Preset] = &[
     },
     // ---- Shared standards: the standard's published vector ----
     Preset {
+        sdk: Sdk::Checked("npm @octokit/webhooks-methods 6.0.0"),
         signature_prefix: Some("sha256="),
         event_id: Some(H("x-github-delivery")),
         event_type: Some(H("x-github-event")),
@@ -604,6 +631,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm svix 1.99.1"),
         vector: Vector::Shared(STANDARD_SPEC),
         ..standard_like(
             "svix",
@@ -615,6 +643,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm svix 1.99.1 (the library Clerk's docs verify with)"),
         vector: Vector::Shared(STANDARD_SPEC),
         ..standard_like(
             "clerk",
@@ -626,6 +655,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm resend 6.38.0 (verify; the SDK has no signer)"),
         vector: Vector::Shared(STANDARD_SPEC),
         ..standard_like(
             "resend",
@@ -930,6 +960,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm webflow-api 3.3.4 (verify; the SDK has no signer)"),
         signed_payload: "{timestamp}:{body}",
         timestamp_header: Some("x-webflow-timestamp"),
         timestamp_format: TimestampFormat::Milliseconds,
@@ -1033,6 +1064,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm pusher 5.3.4 (verify; the SDK has no signer)"),
         sends: &[("x-pusher-key", SIGN_KEY_ID)],
         vector: Vector::Sdk("pusher/pusher-http-go webhook_test.go (TestClientWebhookValidation)"),
         ..hmac(

@@ -37,7 +37,7 @@ const CODED: &[Coded] = &[
         kind: "body `/type`",
         handshake: "—",
         vector: "SDK test: stripe/stripe-dotnet src/StripeTests/Services/Events/EventUtilityTest.cs",
-        sdk: Sdk::None,
+        sdk: Sdk::Checked("npm stripe 23.1.0"),
         published: true,
     },
     Coded {
@@ -51,7 +51,7 @@ const CODED: &[Coded] = &[
         kind: "header `X-GitHub-Event`",
         handshake: "—",
         vector: "docs: https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries#testing-the-webhook-payload-validation",
-        sdk: Sdk::None,
+        sdk: Sdk::Checked("npm @octokit/webhooks-methods 6.0.0"),
         published: true,
     },
     Coded {
@@ -65,7 +65,7 @@ const CODED: &[Coded] = &[
         kind: "header `X-Shopify-Topic`",
         handshake: "—",
         vector: "SDK test: Shopify/shopify-api-js packages/shopify-api/lib/webhooks/__tests__/validate.test.ts (secret from lib/__tests__/test-config.ts)",
-        sdk: Sdk::None,
+        sdk: Sdk::Checked("npm @shopify/shopify-api 13.1.0 (verify; the SDK has no signer)"),
         published: true,
     },
     Coded {
@@ -79,7 +79,7 @@ const CODED: &[Coded] = &[
         kind: "body `/event/type`, else `/type`",
         handshake: "signed `url_verification` POST → `{\"challenge\"}`",
         vector: "docs: https://api.slack.com/authentication/verifying-requests-from-slack",
-        sdk: Sdk::None,
+        sdk: Sdk::Checked("PyPI slack_sdk 3.48.0"),
         published: true,
     },
     Coded {
@@ -93,7 +93,7 @@ const CODED: &[Coded] = &[
         kind: "body `/type`",
         handshake: "—",
         vector: "shared: standard-webhooks/standard-webhooks libraries/go/webhook_test.go",
-        sdk: Sdk::None,
+        sdk: Sdk::Checked("npm standardwebhooks 1.1.1"),
         published: true,
     },
     Coded {
@@ -107,7 +107,7 @@ const CODED: &[Coded] = &[
         kind: "—",
         handshake: "—",
         vector: "SDK test: twilio/twilio-python tests/unit/test_request_validator.py",
-        sdk: Sdk::None,
+        sdk: Sdk::Checked("PyPI twilio 9.13.0"),
         published: true,
     },
     Coded {
@@ -121,7 +121,9 @@ const CODED: &[Coded] = &[
         kind: "—",
         handshake: "—",
         vector: "SDK test: sendgrid/sendgrid-python test/unit/test_eventwebhook.py",
-        sdk: Sdk::None,
+        sdk: Sdk::Checked(
+            "npm @sendgrid/eventwebhook 8.0.0 (verify, on a delivery signed with a key pair made for the check: hookgate holds no private key)",
+        ),
         published: true,
     },
     Coded {
@@ -135,7 +137,9 @@ const CODED: &[Coded] = &[
         kind: "body `/type` (number)",
         handshake: "signed PING (`type` 1) → `{\"type\":1}`",
         vector: "no published vector; signed with Python `cryptography` and the RFC 8032 test key (see discord.rs)",
-        sdk: Sdk::None,
+        sdk: Sdk::Checked(
+            "npm discord-interactions 4.4.0 (verify, on a delivery signed with a key pair made for the check: hookgate holds no private key)",
+        ),
         published: false,
     },
     Coded {
@@ -149,7 +153,7 @@ const CODED: &[Coded] = &[
         kind: "body `/type`",
         handshake: "—",
         vector: "SDK test: Metronome-Industries/metronome-node tests/api-resources/webhooks.test.ts (`Date`); values from `@metronome/sdk` 3.10.0's signer (`X-Metronome-Date`)",
-        sdk: Sdk::None,
+        sdk: Sdk::Checked("npm @metronome/sdk 3.10.0"),
         published: true,
     },
     Coded {
@@ -163,7 +167,7 @@ const CODED: &[Coded] = &[
         kind: "body `/category`",
         handshake: "—",
         vector: "SDK test: Increase/increase-python tests/api_resources/test_webhooks.py (older format); values checked with npm `increase` 0.583.0 `events.unwrap` (current format)",
-        sdk: Sdk::None,
+        sdk: Sdk::Checked("npm increase 0.583.0 (verify; the SDK has no signer)"),
         published: true,
     },
     Coded {
@@ -191,7 +195,7 @@ const CODED: &[Coded] = &[
         kind: "body `/type`",
         handshake: "—",
         vector: "SDK test: messagebird/go-rest-api signature_jwt/testdata/reference.json (read by signature_jwt/signature_test.go)",
-        sdk: Sdk::None,
+        sdk: Sdk::Checked("npm messagebird 4.0.1 (verify; the SDK has no signer)"),
         published: true,
     },
     Coded {
@@ -205,7 +209,9 @@ const CODED: &[Coded] = &[
         kind: "`eventCode` of a single item",
         handshake: "—",
         vector: "SDK test: Adyen/adyen-python-api-library test/test_util.py (test_notification_request_item_hmac, test_webhooks_with_slashes with test/mocks/util/)",
-        sdk: Sdk::None,
+        sdk: Sdk::Checked(
+            "npm @adyen/api-library 32.1.0 (its signer; `hookgate sign` cannot print a body-carried signature)",
+        ),
         published: true,
     },
     Coded {
@@ -219,7 +225,7 @@ const CODED: &[Coded] = &[
         kind: "form parameter `Event`",
         handshake: "—",
         vector: "SDK test: plivo/plivo-go utils_test.go (TestValidateSignatureV3Pass1, TestValidateSignatureV3Pass3)",
-        sdk: Sdk::None,
+        sdk: Sdk::Checked("PyPI plivo 4.63.0"),
         published: true,
     },
     Coded {
@@ -233,7 +239,7 @@ const CODED: &[Coded] = &[
         kind: "body `/event`",
         handshake: "—",
         vector: "docs: https://developers.sinch.com/docs/voice/api-reference/authentication/callback-signed-request (its example)",
-        sdk: Sdk::None,
+        sdk: Sdk::Checked("npm @sinch/sdk-client 1.5.0 (its authorization helper, loaded by path)"),
         published: true,
     },
 ];
@@ -350,7 +356,16 @@ pub(super) fn render() -> String {
          where no published vector was found — an independent computation of the \
          documented recipe (`python3 docs/crosscheck.py`, Python's `hmac`). A published vector \
          is copied into the test as published; every vector is also checked against a tampered \
-         body, a wrong secret and, where a time is signed, a stale timestamp.\n\n",
+         body, a wrong secret and, where a time is signed, a stale timestamp.\n\n\
+         The \"SDK checked\" column names the provider's current official SDK release that \
+         `python3 docs/sdkcheck.py` ran against hookgate: the SDK's own verify accepts what \
+         `hookgate sign` prints, and, where the SDK has a signer, its delivery sent through a \
+         running hookgate is forwarded to the app. \"no SDK\": no official SDK on npm or PyPI \
+         ships a webhook verifier (for example mailgun.js 14.0.1, @lemonsqueezy/lemonsqueezy.js \
+         4.0.0, nylas 8.4.0 and xero-node 20.0.0 have none). `hookgate sign` prints every header \
+         a provider's verifiers read; where that is an identifier shown beside the secret \
+         (Worldline `X-GCS-KeyId`, Pusher `X-Pusher-Key`) or the shop and topic of a Shopify \
+         delivery, it prints a stand-in (`hookgate-sign`), since hookgate does not read them.\n\n",
     );
     let _ = writeln!(
         out,
@@ -436,6 +451,14 @@ letters must be written in that decomposed form (ASCII secrets are unaffected). 
 - **Worldline** Connect checks a new endpoint with a `GET` that expects the \
 `X-GCS-Webhooks-Endpoint-Verification` header echoed; hookgate does not answer it yet. \
 `X-GCS-KeyId` is not read: every configured secret is tried.\n\
+- **Metronome** moved its signed date from `Date` to `X-Metronome-Date` (`@metronome/sdk` \
+3.5.0); both are accepted. A request with both, holding different values, is refused \
+(`malformed_signature`): if a proxy between Metronome and hookgate rewrites `Date`, strip it \
+there or upgrade the sender.\n\
+- **Increase** moved to Standard Webhooks headers keyed with the raw secret (npm `increase` \
+0.405.0, PyPI 0.552.0); the older `Increase-Webhook-Signature` is still accepted, a request \
+carrying both formats is refused (`malformed_signature`), and `hookgate sign` prints the new \
+format.\n\
 - **MessageBird** signs the full URL it requests: callbacks whose URL carries per-request query \
 parameters (SMS status reports sent as `GET`) cannot match a fixed `public_url` and are refused.\n\
 - **Plivo** messaging and Verify callbacks carry only the V2 signature (URL and nonce, not the \
