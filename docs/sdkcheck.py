@@ -861,6 +861,10 @@ def main():
             headers[name.lower()] = value
         headers.setdefault("content-type", "application/json")
         tasks[SDKS[s][0]].append(task(s, "verify", secrets[s], headers, bodies[s], now, port))
+        # The control: the same headers over a changed body must be refused,
+        # or the adapter proves nothing.
+        tasks[SDKS[s][0]].append(dict(task(s, "verify", secrets[s], headers, tampered(bodies[s]), now, port),
+                                      control=True))
     # 2. The SDK signs (key-pair schemes: the run's key signs), hookgate must forward.
     for s in schemes:
         tasks[SDKS[s][0]].append(task(s, "sign", secrets[s], {}, bodies[s] or "", now, port))
@@ -877,6 +881,10 @@ def main():
         wait_ready(admin, proc)
         for t, a in answers:
             s = t["scheme"]
+            if t.get("control"):
+                if a["ok"]:
+                    results[s]["control"] = "FAIL the SDK also accepted a changed body"
+                continue
             if t["op"] == "verify":
                 results[s]["verify"] = "ok" if a["ok"] else f"FAIL {a.get('error', 'no adapter')}"
                 continue
@@ -892,8 +900,11 @@ def main():
             if s in KEY_PAIR:
                 # The SDK's verify on the same delivery (hookgate cannot sign these).
                 check = task(s, "verify", secrets[s], {k.lower(): v for k, v in headers.items()}, body, now, port)
-                (v,) = call_js(work, [check])
+                control = dict(check, body=tampered(body))
+                v, c = call_js(work, [check, control])
                 results[s]["verify"] = "ok (the run's key pair)" if v["ok"] else f"FAIL {v.get('error')}"
+                if c["ok"]:
+                    results[s]["control"] = "FAIL the SDK also accepted a changed body"
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -909,7 +920,10 @@ def main():
         r = results[s]
         verify = r.get("verify", "n/a (the signature travels in the body)" if s in BODY_SIGNED else "?")
         sign = r.get("sign", "?")
-        bad = verify.startswith(("FAIL", "hookgate sign failed", "?")) or sign.startswith(("FAIL", "?"))
+        if "control" in r:
+            verify += "; " + r["control"]
+        bad = (verify.startswith(("FAIL", "hookgate sign failed", "?")) or "FAIL" in verify
+               or sign.startswith(("FAIL", "?")))
         failed += bad
         print(f"{'FAIL' if bad else 'ok  '} {s:18} {label:45} verify: {verify}; sign: {sign}")
         cell = docs.get(s, "")
@@ -917,6 +931,19 @@ def main():
             print(f"     docs/providers.md says {cell!r}; installed {label}: update the catalog row")
     print(f"\n{len(schemes) - failed} passed, {failed} failed")
     return 1 if failed else 0
+
+
+def tampered(body):
+    """`body` with its last letter or digit changed: the same shape (it still
+    parses, so an SDK that verifies a re-serialized body sees the change
+    too), no longer what was signed."""
+    for i in range(len(body) - 1, -1, -1):
+        ch = body[i]
+        if ch.isdigit():
+            return body[:i] + str((int(ch) + 1) % 10) + body[i + 1:]
+        if ch.isalpha() and ch.isascii():
+            return body[:i] + ch.swapcase() + body[i + 1:]
+    return body + " "
 
 
 def task(scheme, op, secret, headers, body, now, port):
