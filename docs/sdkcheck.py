@@ -28,11 +28,8 @@ Exit status 0 when every check passed.
 
 import argparse
 import base64
-import hashlib
-import hmac
 import http.server
 import json
-import os
 import pathlib
 import re
 import socket
@@ -174,10 +171,10 @@ BODY_SIGNED = {"adyen"}
 # provider shows beside the secret. The SDKs are configured with it.
 SIGN_KEY_ID = "hookgate-sign"
 
-# @sinch/sdk-client's index reads @sinch/sdk-core's package.json; where
-# @sinch/sdk-core cannot be installed (its dependencies missing from the
-# registry), the adapters load the client's authorization helper by path.
-SINCH_NOTE = "authorization helper loaded by path"
+# @sinch/sdk-client's index reads @sinch/sdk-core's package.json for its user
+# agent, and @sinch/sdk-core 1.5.0 could not be installed from the registry
+# used (its @sinch/conversation 1.5.0 was missing), so the adapters load the
+# client's authorization helper, the code that verifies and signs, by path.
 
 EVT = "evt_sdkcheck_" + uuid.uuid4().hex[:12]
 
@@ -214,7 +211,6 @@ import { createRequire } from 'node:module';
 import crypto from 'node:crypto';
 const require = createRequire(import.meta.url);
 
-const json = (h) => h;
 const adapters = {};
 
 adapters.stripe = {
@@ -365,7 +361,7 @@ adapters['adyen-platform'] = {
 
 // The helper module of @sinch/sdk-client, loaded by path: the package's
 // index also reads @sinch/sdk-core's version for its user agent, and that
-// package may not be installable alongside (see SINCH_NOTE in sdkcheck.py).
+// package may not be installable alongside (see sdkcheck.py).
 const sinch = () => require(process.cwd() + '/node_modules/@sinch/sdk-client/dist/utils/authorization.helper.js');
 adapters['sinch-voice'] = {
   verify(c) {
@@ -743,7 +739,7 @@ def call_js(work, tasks):
     return json.loads(got.stdout)
 
 
-def js_public_keys(work):
+def js_adapters(work):
     script = work / "node" / "sdkcheck-adapters.mjs"
     script.write_text(JS_RUNNER)
     return script
@@ -827,7 +823,7 @@ def main():
     versions = install(work, {SDKS[s] for s in schemes})
     secrets = {s: SECRETS.get(s, RAW) for s in schemes}
     if KEY_PAIR & set(schemes):
-        script = js_public_keys(work)
+        script = js_adapters(work)
         keys = json.loads(subprocess.run(["node", str(script), "keys"], capture_output=True, text=True,
                                          check=True, cwd=work / "node").stdout)
         secrets.update({s: keys[s] for s in KEY_PAIR & set(schemes)})
@@ -957,19 +953,29 @@ def deliver(port, scheme, headers, body):
     before = len(Upstream.received)
     headers = {k: v for k, v in headers.items()}
     headers.setdefault("content-type", "application/json")
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/hooks/{scheme}", data=body.encode(), method="POST",
-                                 headers=headers)
-    try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            status, answer = resp.status, resp.read()
-    except urllib.error.HTTPError as e:
-        status, answer = e.code, e.read()
+    status, answer = post(port, scheme, headers, body)
     if not 200 <= status < 300:
         return f"FAIL hookgate answered {status} {answer.decode(errors='replace')[:200]}"
     got = Upstream.received[before:]
     if not any(p == f"/hooks/{scheme}" and b == body.encode() for p, _, b in got):
         return f"FAIL hookgate answered {status} {answer.decode(errors='replace')[:120]} but forwarded nothing"
-    return "ok (forwarded)"
+    # The control: the same headers over a changed body are refused, and
+    # nothing more reaches the app.
+    before = len(Upstream.received)
+    status, answer = post(port, scheme, headers, tampered(body))
+    if status != 400 or len(Upstream.received) != before:
+        return f"FAIL a changed body got {status} {answer.decode(errors='replace')[:120]}"
+    return "ok (forwarded; a changed body refused)"
+
+
+def post(port, scheme, headers, body):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/hooks/{scheme}", data=body.encode(), method="POST",
+                                 headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
 
 
 def wait_ready(admin, proc):
