@@ -134,6 +134,16 @@ pub struct Server {
     pub tls: Option<Tls>,
 }
 
+/// What a source does with a request that fails verification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verification {
+    /// Refused with its `400` (the default).
+    Enforce,
+    /// Forwarded anyway, without `X-Verified-*`, with `X-Hookgate-Unverified:
+    /// <error word>`, and counted under that word; nothing stored.
+    Observe,
+}
+
 /// What happens to request headers whose name holds `_` (servers such as
 /// WSGI and Rack read `X_Foo` as `X-Foo`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -222,6 +232,9 @@ pub struct Source {
     pub event_types: Vec<String>,
     pub delivery: Delivery,
     pub on_store_error: OnStoreError,
+    /// Whether a request that fails verification is refused or, while a
+    /// deployment is being checked, forwarded unstamped (DESIGN §3).
+    pub verification: Verification,
     /// Queue delivery: the delay before each retry; when they run out the
     /// event becomes a dead letter.
     pub retry_schedule: Vec<Duration>,
@@ -1238,6 +1251,7 @@ fn build_sources(
                 event_types: b.event_types,
                 delivery: b.delivery,
                 on_store_error: b.on_store_error,
+                verification: b.verification,
                 retry_schedule: b.retry_schedule,
                 max_in_flight: b.max_in_flight,
                 ordering: b.ordering,
@@ -1361,6 +1375,7 @@ struct SourceBody {
     event_types: Vec<String>,
     delivery: Delivery,
     on_store_error: OnStoreError,
+    verification: Verification,
     retry_schedule: Vec<Duration>,
     max_in_flight: usize,
     ordering: Option<Ordering>,
@@ -1621,6 +1636,15 @@ fn source_body(
             r#""forward_unchecked" needs delivery = "forward": a queued event is stored before the 200, so without the store there is nothing to answer with"#,
         );
     }
+    let verification = c.word(
+        r.verification.as_ref(),
+        &field("verification"),
+        &[
+            ("enforce", Verification::Enforce),
+            ("observe", Verification::Observe),
+        ],
+        Some(Verification::Enforce),
+    );
     // Queue settings: only where hookgate owns the retries.
     let schedule_field = field("retry_schedule");
     let retry_schedule = match &r.retry_schedule {
@@ -1687,6 +1711,7 @@ fn source_body(
         event_types: event_types?,
         delivery: delivery?,
         on_store_error: on_store_error?,
+        verification: verification?,
         retry_schedule: retry_schedule?,
         max_in_flight: max_in_flight?,
         ordering: ordering?,

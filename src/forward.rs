@@ -40,7 +40,7 @@ use http::{Method, Response};
 use tokio_rustls::TlsConnector;
 
 use crate::config::{self, Underscores};
-use crate::outcome::Body;
+use crate::outcome::{Body, Outcome};
 
 use self::connect::{Origin, Stream};
 use self::http1::{Encoded, RequestHead};
@@ -59,6 +59,7 @@ const X_VERIFIED_EVENT_ID_NAME: HeaderName = HeaderName::from_static(X_VERIFIED_
 const X_VERIFIED_SOURCE_NAME: HeaderName = HeaderName::from_static(X_VERIFIED_SOURCE);
 const X_VERIFIED_EVENT_TYPE_NAME: HeaderName = HeaderName::from_static(X_VERIFIED_EVENT_TYPE);
 const X_FORWARDED_FOR_NAME: HeaderName = HeaderName::from_static(X_FORWARDED_FOR);
+const X_HOOKGATE_UNVERIFIED_NAME: HeaderName = HeaderName::from_static("x-hookgate-unverified");
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -66,6 +67,28 @@ pub enum Error {
     Unavailable(String),
     #[error("app did not answer within {0:?}")]
     Timeout(Duration),
+}
+
+/// The one mapping of a failed forward to its status-table row.
+impl From<&Error> for Outcome {
+    fn from(e: &Error) -> Self {
+        match e {
+            Error::Timeout(_) => Outcome::UpstreamTimeout,
+            Error::Unavailable(_) => Outcome::UpstreamUnavailable,
+        }
+    }
+}
+
+/// What hookgate adds to a forwarded request about its verification.
+#[derive(Debug, Clone, Copy)]
+pub enum Mark<'a> {
+    /// Verified: the `X-Verified-*` stamp.
+    Verified(Stamp<'a>),
+    /// Failed verification in observe mode: `X-Hookgate-Unverified` with
+    /// the error word the request would have been refused with.
+    Unverified(&'static str),
+    /// Not a source's path (`unmatched = "forward"`): nothing.
+    Unmatched,
 }
 
 /// What hookgate vouches for, added to a forwarded request.
@@ -116,7 +139,7 @@ impl Forwarder {
         parts: &http::request::Parts,
         body: Bytes,
         peer: Option<IpAddr>,
-        stamp: Option<Stamp<'_>>,
+        mark: Mark<'_>,
     ) -> Result<Response<Body>, Error> {
         let upstream = &server.upstream;
         let timeout = server.upstream_timeout;
@@ -129,7 +152,7 @@ impl Forwarder {
             origin.authority,
             &body,
             peer,
-            stamp,
+            mark,
             keepalive,
         );
         let exchange = Exchange {
@@ -221,7 +244,7 @@ fn encode<'b>(
     host: &str,
     body: &'b [u8],
     peer: Option<IpAddr>,
-    stamp: Option<Stamp<'_>>,
+    mark: Mark<'_>,
     keepalive: bool,
 ) -> Encoded<'b> {
     let mut head = RequestHead::new(&parts.method, target, body.len());
@@ -236,10 +259,14 @@ fn encode<'b>(
     if let Some(value) = &forwarded_for {
         head.add(&X_FORWARDED_FOR_NAME, value.as_bytes());
     }
-    if let Some(stamp) = stamp {
-        for (name, value) in stamp_headers(stamp) {
-            head.add(&name, value.as_bytes());
+    match mark {
+        Mark::Verified(stamp) => {
+            for (name, value) in stamp_headers(stamp) {
+                head.add(&name, value.as_bytes());
+            }
         }
+        Mark::Unverified(word) => head.add(&X_HOOKGATE_UNVERIFIED_NAME, word.as_bytes()),
+        Mark::Unmatched => {}
     }
     if !keepalive {
         head.add(&header::CONNECTION, b"close");
@@ -508,7 +535,7 @@ mod tests {
             "app:3000",
             b"{}",
             peer,
-            Some(stamp),
+            Mark::Verified(stamp),
             true,
         );
         assert_eq!(
@@ -531,7 +558,7 @@ mod tests {
     #[test]
     fn without_a_peer_or_stamp_only_the_senders_headers_go() {
         let parts = request(&[("x-forwarded-for", b"203.0.113.9")]);
-        let encoded = encode(&parts, "/", "app:3000", b"", None, None, true);
+        let encoded = encode(&parts, "/", "app:3000", b"", None, Mark::Unmatched, true);
         assert_eq!(
             wire(&encoded),
             "POST / HTTP/1.1\r\n\
@@ -549,7 +576,15 @@ mod tests {
             source: "s",
             event_type: Some("t\u{7f}"),
         };
-        let text = wire(&encode(&parts, "/", "app", b"", None, Some(stamp), true));
+        let text = wire(&encode(
+            &parts,
+            "/",
+            "app",
+            b"",
+            None,
+            Mark::Verified(stamp),
+            true,
+        ));
         assert!(!text.contains("x-injected"), "{text}");
         assert!(!text.contains("x-verified-event-id"), "{text}");
         assert!(!text.contains("x-verified-event-type"), "{text}");

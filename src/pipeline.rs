@@ -21,13 +21,13 @@ use http::{Method, Request, Response};
 use http_body_util::{BodyExt, Limited};
 use sha2::{Digest, Sha256};
 
-use crate::config::{Delivery, OnStoreError, Source, Unmatched};
+use crate::config::{Delivery, OnStoreError, Source, Unmatched, Verification};
 use crate::dlq;
-use crate::forward::{self, Stamp};
+use crate::forward::{self, Mark, Stamp};
 use crate::ordering::{Check, Gate};
 use crate::outcome::{Body, Outcome};
 use crate::queue::{self, Envelope, Received};
-use crate::scheme::Verified;
+use crate::scheme::{Error, Verified};
 use crate::state::{Runtime, State};
 use crate::store::Claim;
 
@@ -112,7 +112,12 @@ where
         Ok(verified) => verified,
         Err(e) => {
             tracing::debug!(source = %source.name, reason = %e, "verification failed");
-            return finish(state, source, None, Outcome::from(&e), None);
+            let outcome = Outcome::from(&e);
+            if source.verification == Verification::Observe && !matches!(e, Error::MalformedBody(_))
+            {
+                return observe(state, server, source, &parts, body, peer, outcome).await;
+            }
+            return finish(state, source, None, outcome, None);
         }
     };
     state
@@ -252,7 +257,7 @@ async fn deliver(
     let started = std::time::Instant::now();
     let sent = state
         .forwarder
-        .send(server, &parts, body.clone(), peer, Some(stamp))
+        .send(server, &parts, body.clone(), peer, Mark::Verified(stamp))
         .await;
     let elapsed = started.elapsed().as_secs_f64();
 
@@ -324,10 +329,7 @@ async fn deliver(
             tracing::warn!(source = %source.name, event_id = %event_id, error = %e, "forward failed");
             unlock(state, source, lock, &event_id).await;
             release(state, source, &key, &token, &event_id).await;
-            let outcome = match e {
-                forward::Error::Timeout(_) => Outcome::UpstreamTimeout,
-                forward::Error::Unavailable(_) => Outcome::UpstreamUnavailable,
-            };
+            let outcome = Outcome::from(&e);
             let response = finish(state, source, Some(&verified), outcome, None);
             (response, e.to_string())
         }
@@ -545,6 +547,43 @@ fn retry_commit(state: &Arc<State>, key: String, ttl: Duration, source: String) 
     });
 }
 
+/// Observe mode (DESIGN §3): a request that failed verification goes to the
+/// app anyway, without a stamp, marked `X-Hookgate-Unverified: <word>`, and
+/// is counted and logged under `outcome`'s word. Nothing is stored for it.
+async fn observe(
+    state: &State,
+    server: &crate::config::Server,
+    source: &Source,
+    parts: &http::request::Parts,
+    body: Bytes,
+    peer: Option<IpAddr>,
+    outcome: Outcome,
+) -> Response<Body> {
+    let started = std::time::Instant::now();
+    let sent = state
+        .forwarder
+        .send(server, parts, body, peer, Mark::Unverified(outcome.code()))
+        .await;
+    let elapsed = started.elapsed().as_secs_f64();
+    match sent {
+        Ok(response) => {
+            let class = crate::metrics::status_class(response.status());
+            state
+                .metrics
+                .upstream_response(&source.name, class, elapsed);
+            finish(state, source, None, outcome, Some(response))
+        }
+        Err(e) => {
+            state
+                .metrics
+                .upstream_response(&source.name, "error", elapsed);
+            tracing::warn!(source = %source.name, error = %e, "forward failed");
+            let failed = Outcome::from(&e);
+            finish(state, source, None, outcome, Some(failed.response()))
+        }
+    }
+}
+
 /// The store failed and the source prefers availability: forward the verified
 /// event without the duplicate check (and without touching the store again).
 #[allow(clippy::too_many_arguments)]
@@ -563,7 +602,7 @@ async fn forward_unchecked(
     let started = std::time::Instant::now();
     let sent = state
         .forwarder
-        .send(server, parts, body, peer, Some(stamp))
+        .send(server, parts, body, peer, Mark::Verified(stamp))
         .await;
     let elapsed = started.elapsed().as_secs_f64();
     match sent {
@@ -581,10 +620,7 @@ async fn forward_unchecked(
                 .metrics
                 .upstream_response(&source.name, "error", elapsed);
             tracing::warn!(source = %source.name, event_id = %stamp.event_id, error = %e, "forward failed");
-            let outcome = match e {
-                forward::Error::Timeout(_) => Outcome::UpstreamTimeout,
-                forward::Error::Unavailable(_) => Outcome::UpstreamUnavailable,
-            };
+            let outcome = Outcome::from(&e);
             finish(state, source, Some(verified), outcome, None)
         }
     }
@@ -624,14 +660,16 @@ where
         {
             Err(outcome) => outcome,
             Ok(body) => {
-                let sent = state.forwarder.send(server, &parts, body, peer, None).await;
+                let sent = state
+                    .forwarder
+                    .send(server, &parts, body, peer, Mark::Unmatched)
+                    .await;
                 match sent {
                     Ok(response) => {
                         log_unmatched(state, &parts, &Outcome::Unmatched);
                         return response;
                     }
-                    Err(forward::Error::Timeout(_)) => Outcome::UpstreamTimeout,
-                    Err(forward::Error::Unavailable(_)) => Outcome::UpstreamUnavailable,
+                    Err(e) => Outcome::from(&e),
                 }
             }
         },

@@ -48,7 +48,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{self, Delivery, Source};
 use crate::dlq;
-use crate::forward::{self, Forwarder, Stamp};
+use crate::forward::{self, Forwarder, Mark, Stamp};
 use crate::metrics::Metrics;
 use crate::ordering::{Check, Gate};
 use crate::state::State;
@@ -391,7 +391,7 @@ pub async fn attempt(
             &parts,
             envelope.body.clone(),
             envelope.peer,
-            Some(stamp),
+            Mark::Verified(stamp),
         )
         .await;
     let elapsed = started.elapsed().as_secs_f64();

@@ -86,6 +86,7 @@ pub(super) struct RawSource {
     pub event_types: Option<Spanned<Vec<Spanned<String>>>>,
     pub delivery: Option<Spanned<String>>,
     pub on_store_error: Option<Spanned<String>>,
+    pub verification: Option<Spanned<String>>,
     pub retry_schedule: Option<Spanned<Vec<Spanned<String>>>>,
     pub max_in_flight: Option<Spanned<i64>>,
     pub ordering: Option<Spanned<RawOrdering>>,

@@ -13,6 +13,7 @@
 //! - `admin`: `/healthz`, `/readyz`, `/metrics`.
 //! - `cli`: `check`, `sign`, `run` with `$HOOKGATE_CONFIG`.
 //! - `reload`: SIGHUP, refused configs, rotated secret files.
+//! - `observe`: `verification = "observe"`: failures forwarded unstamped and marked.
 //! - `logs`: request log lines, secrets never printed.
 //! - `shutdown`: SIGTERM / SIGINT drain.
 //! - `hostile`: slow clients, sizes, ambiguous framing, odd bytes, ids and
@@ -44,6 +45,7 @@ mod forwarding;
 mod handshakes;
 mod hostile;
 mod logs;
+mod observe;
 mod ordering;
 mod pipeline;
 mod properties;
