@@ -136,7 +136,7 @@ impl Dead {
             last_error: e.last_error.clone(),
             received_ms: e.received_ms,
             dead_ms: e.dead_ms,
-            age_secs: (queue::now_ms() - e.received_ms).max(0) / 1000,
+            age_secs: (crate::time::now_ms() - e.received_ms).max(0) / 1000,
         }
     }
 }
@@ -339,7 +339,7 @@ impl Replayer<'_> {
 
         let outcome = queue::attempt(self.forwarder, server, self.metrics, &envelope).await;
         envelope.attempts = envelope.attempts.saturating_add(1);
-        envelope.last_attempt_ms = Some(queue::now_ms());
+        envelope.last_attempt_ms = Some(crate::time::now_ms());
         let error = match outcome {
             Attempt::Delivered => {
                 if let Some(gate) = &gate

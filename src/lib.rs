@@ -38,6 +38,7 @@ pub mod scheme;
 pub mod server;
 pub mod state;
 pub mod store;
+pub mod time;
 pub mod tls;
 
 use std::sync::Arc;

@@ -14,7 +14,7 @@
 use std::borrow::Cow;
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Method, Request, Response};
@@ -30,6 +30,7 @@ use crate::queue::{self, Envelope, Received};
 use crate::scheme::{Error, Verified};
 use crate::state::{Runtime, State};
 use crate::store::Claim;
+use crate::time::{unix_now, unix_now_f64};
 
 mod detach;
 use detach::{Detachable, Panicked};
@@ -500,7 +501,7 @@ async fn count_failure(state: &State, runtime: &Runtime, mut envelope: Envelope,
     }
     envelope.attempts = u32::try_from(count).unwrap_or(u32::MAX);
     envelope.last_error = Some(error);
-    envelope.last_attempt_ms = Some(queue::now_ms());
+    envelope.last_attempt_ms = Some(crate::time::now_ms());
     envelope.dead_ms = envelope.last_attempt_ms;
     match dlq::add(redis, prefix, &envelope).await {
         Ok(id) => {
@@ -771,20 +772,6 @@ pub fn key_safe_id(id: &str) -> Cow<'_, str> {
             hex::encode(Sha256::digest(id.as_bytes()))
         ))
     }
-}
-
-fn unix_now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
-}
-
-fn unix_now_f64() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
 }
 
 #[cfg(test)]

@@ -54,6 +54,7 @@ use crate::ordering::{Check, Gate};
 use crate::state::State;
 use crate::store::redis::RedisStore;
 use crate::store::{self, Claim};
+use crate::time::now_ms;
 
 /// The consumer group every replica's workers join.
 pub const GROUP: &str = "hookgate";
@@ -439,40 +440,11 @@ pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
     let delay = if let Ok(secs) = value.parse::<u64>() {
         Duration::from_secs(secs)
     } else {
-        let at = parse_http_date(value)?;
+        let at = crate::time::parse_http_date(value.as_bytes())?;
         let now = now.duration_since(UNIX_EPOCH).ok()?.as_secs() as i64;
         Duration::from_secs(u64::try_from(at - now).unwrap_or(0))
     };
     Some(delay.min(MAX_RETRY_AFTER))
-}
-
-/// `Sun, 06 Nov 1994 08:49:37 GMT` as unix seconds.
-fn parse_http_date(s: &str) -> Option<i64> {
-    let rest = s.split_once(", ")?.1;
-    let mut it = rest.split(' ');
-    let day: i64 = it.next()?.parse().ok()?;
-    let month = match it.next()? {
-        "Jan" => 1,
-        "Feb" => 2,
-        "Mar" => 3,
-        "Apr" => 4,
-        "May" => 5,
-        "Jun" => 6,
-        "Jul" => 7,
-        "Aug" => 8,
-        "Sep" => 9,
-        "Oct" => 10,
-        "Nov" => 11,
-        "Dec" => 12,
-        _ => return None,
-    };
-    let year = it.next()?;
-    let time = it.next()?;
-    if it.next()? != "GMT" || it.next().is_some() {
-        return None;
-    }
-    let stamp = format!("{year}-{month:02}-{day:02}T{time}Z");
-    crate::ordering::parse_rfc3339(&stamp).map(|n| (n / 1_000_000_000) as i64)
 }
 
 /// The delay before retry number `attempts` (1-based), jittered ±20 %, or
@@ -945,13 +917,6 @@ pub async fn refresh_depths(state: Arc<State>, every: Duration, shutdown: Cancel
             _ = tokio::time::sleep(every) => {}
         }
     }
-}
-
-pub(crate) fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
 }
 
 #[cfg(test)]

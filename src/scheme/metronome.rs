@@ -28,7 +28,7 @@ use std::time::Duration;
 use http::HeaderMap;
 
 use super::json::json_fields;
-use super::{Error, TimestampFormat, Verified, hmac};
+use super::{Error, Verified, hmac};
 use crate::config::secret::Secret;
 
 const SIGNATURE: &str = "metronome-webhook-signature";
@@ -37,52 +37,7 @@ const METRONOME_DATE: &str = "x-metronome-date";
 /// The signed date of older senders.
 const DATE: &str = "date";
 
-const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
-const MONTHS: [&str; 12] = [
-    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-];
-
-/// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 9110 §5.6.7) as unix
-/// seconds. The day name is checked for shape only; the date itself goes
-/// through the RFC 3339 parser, which rejects impossible days.
-fn parse_http_date(text: &[u8]) -> Option<i64> {
-    let text = std::str::from_utf8(text).ok()?;
-    let rest = text.strip_suffix(" GMT")?;
-    let (day_name, rest) = rest.split_once(", ")?;
-    if !DAYS.contains(&day_name) {
-        return None;
-    }
-    let mut parts = rest.split(' ');
-    let (day, month, year, time) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
-    if parts.next().is_some() || day.len() != 2 || year.len() != 4 || time.len() != 8 {
-        return None;
-    }
-    let month = MONTHS.iter().position(|m| *m == month)? + 1;
-    let rfc3339 = format!("{year}-{month:02}-{day}T{time}Z");
-    hmac::parse_rfc3339(rfc3339.as_bytes())
-}
-
-/// `timestamp` as an IMF-fixdate.
-fn format_http_date(timestamp: i64) -> String {
-    // RFC 3339 in UTC: `YYYY-MM-DDTHH:MM:SSZ`.
-    let iso = hmac::format_time(TimestampFormat::Rfc3339, timestamp);
-    let weekday = DAYS
-        .get(usize::try_from((timestamp.div_euclid(86_400) + 4).rem_euclid(7)).unwrap_or(0))
-        .copied()
-        .unwrap_or("Thu");
-    let month = iso
-        .get(5..7)
-        .and_then(|m| m.parse::<usize>().ok())
-        .and_then(|m| MONTHS.get(m.wrapping_sub(1)))
-        .copied()
-        .unwrap_or("Jan");
-    format!(
-        "{weekday}, {} {month} {} {} GMT",
-        iso.get(8..10).unwrap_or("01"),
-        iso.get(0..4).unwrap_or("1970"),
-        iso.get(11..19).unwrap_or("00:00:00"),
-    )
-}
+use crate::time::{format_http_date, parse_http_date};
 
 /// The signed date and the header it came from: `X-Metronome-Date` when
 /// present (refused when a different `Date` stands beside it), else `Date`.
