@@ -18,9 +18,9 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::config::secret::Secret;
 use crate::dlq::{self, Replayer};
 use crate::outcome::Body;
+use crate::secret::Secret;
 use crate::state::State;
 
 /// Largest `POST /dlq/replay` body read.

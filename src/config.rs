@@ -91,14 +91,14 @@ use crate::scheme::{
 
 pub mod duration;
 mod raw;
-pub mod secret;
+
 #[cfg(test)]
 mod tests;
 
+use crate::secret::Secret;
 use raw::{
     RawAdmin, RawGeneric, RawLocator, RawSecret, RawSecrets, RawServer, RawSource, RawStore,
 };
-use secret::Secret;
 
 /// A validated configuration.
 #[derive(Debug, Clone)]
@@ -123,7 +123,7 @@ pub struct Server {
     /// again for its body (slow clients cost a timer, not a worker).
     pub request_read_timeout: Duration,
     /// How long the server waits on the client, and how long connections live.
-    pub lifetimes: crate::server::Lifetimes,
+    pub lifetimes: Lifetimes,
     /// Largest app answer buffered for the sender; a larger one is relayed
     /// as its status and headers with an empty body.
     pub max_response_bytes: usize,
@@ -132,6 +132,24 @@ pub struct Server {
     pub upstream_keepalive: bool,
     pub underscores_in_headers: Underscores,
     pub tls: Option<Tls>,
+}
+
+/// The three bounds on a connection's life (`crate::server` enforces them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lifetimes {
+    pub write_timeout: Duration,
+    pub idle_timeout: Duration,
+    pub max_connection_age: Duration,
+}
+
+impl Default for Lifetimes {
+    fn default() -> Self {
+        Lifetimes {
+            write_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(30),
+            max_connection_age: Duration::from_secs(300),
+        }
+    }
 }
 
 /// What a source does with a request that fails verification.
@@ -749,7 +767,7 @@ fn build_server(c: &mut Check<'_>, raw: Option<&Spanned<RawServer>>) -> Option<S
         "server.request_read_timeout",
         DEFAULT_REQUEST_READ_TIMEOUT,
     );
-    let defaults = crate::server::Lifetimes::default();
+    let defaults = Lifetimes::default();
     let write_timeout = c.duration_within(
         r.write_timeout.as_ref(),
         "server.write_timeout",
@@ -826,7 +844,7 @@ fn build_server(c: &mut Check<'_>, raw: Option<&Spanned<RawServer>>) -> Option<S
         unmatched: unmatched?,
         max_connections: max_connections?,
         request_read_timeout: request_read_timeout?,
-        lifetimes: crate::server::Lifetimes {
+        lifetimes: Lifetimes {
             write_timeout: write_timeout?,
             idle_timeout: idle_timeout?,
             max_connection_age: max_connection_age?,

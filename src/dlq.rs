@@ -45,8 +45,8 @@ use crate::config::Config;
 use crate::forward::Forwarder;
 use crate::metrics::Metrics;
 use crate::ordering::Check;
-use crate::pipeline::nonce_key;
 use crate::queue::{self, Attempt, Envelope};
+use crate::store::keys::nonce_key;
 use crate::store::redis::RedisStore;
 use crate::store::{self, Claim, Store};
 
@@ -55,15 +55,7 @@ pub const FORWARD_FAILURES: u64 = 3;
 /// Entries read per `XRANGE` page.
 const PAGE: usize = 200;
 
-/// `{prefix}:dlq`.
-pub fn stream_key(prefix: &str) -> String {
-    format!("{prefix}:dlq")
-}
-
-/// `{prefix}:fail:{source}:{event_id}`: consecutive forward failures.
-pub fn fail_key(prefix: &str, source: &str, event_id: &str) -> String {
-    format!("{prefix}:fail:{source}:{event_id}")
-}
+pub use crate::store::keys::{dlq_key as stream_key, fail_key};
 
 /// Counts one failure. KEYS[1] = fail key; ARGV[1] = ttl in ms. Returns the count.
 static FAIL: LazyLock<Script> = LazyLock::new(|| {
@@ -309,7 +301,7 @@ impl Replayer<'_> {
         let nonce = if envelope.delivery == "forward" {
             let key = nonce_key(prefix, &source, envelope.nonce_id());
             let token = crate::store::lease_token();
-            let lease = server.upstream_timeout.saturating_add(queue::LEASE_MARGIN);
+            let lease = store::keys::lease(server.upstream_timeout);
             match self.store.claim(&key, &token, lease).await? {
                 Claim::Fresh => Some((key, token)),
                 Claim::Done => {

@@ -35,6 +35,7 @@ pub mod queue;
 pub mod reload;
 pub mod route;
 pub mod scheme;
+pub mod secret;
 pub mod server;
 pub mod state;
 pub mod store;

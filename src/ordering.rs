@@ -22,7 +22,7 @@
 //! is held, try again a second later without counting an attempt.
 
 use crate::config::Ordering;
-use crate::pipeline::key_safe_id;
+use crate::store::keys::{self, key_safe_id};
 use crate::store::{self, Store};
 use crate::time;
 
@@ -80,15 +80,14 @@ impl Gate {
         })
     }
 
-    /// `{prefix}:ver:{source}:{resource}` (DESIGN §5).
+    /// Where the app's accepted version of this resource is kept.
     pub fn version_key(&self, prefix: &str, source: &str) -> String {
-        format!("{prefix}:ver:{source}:{}", self.resource)
+        keys::version_key(prefix, source, &self.resource)
     }
 
-    /// `{prefix}:verlock:{source}:{resource}`: held while one event of the
-    /// resource is between its check and its move.
+    /// The resource's lease while one version is on its way.
     pub fn lock_key(&self, prefix: &str, source: &str) -> String {
-        format!("{prefix}:verlock:{source}:{}", self.resource)
+        keys::version_lock_key(prefix, source, &self.resource)
     }
 
     /// Compares with the stored version.

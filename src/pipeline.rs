@@ -11,7 +11,6 @@
 //! pipeline runs without a socket in tests. Each request ends in exactly one
 //! [`Outcome`], logged once and counted once.
 
-use std::borrow::Cow;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,18 +29,11 @@ use crate::queue::{self, Envelope, Received};
 use crate::scheme::{Error, Verified};
 use crate::state::{Runtime, State};
 use crate::store::Claim;
+use crate::store::keys::{self, key_safe_id, nonce_key};
 use crate::time::{unix_now, unix_now_f64};
 
 mod detach;
 use detach::{Detachable, Panicked};
-
-/// How much longer than `upstream_timeout` a nonce lease lives, so the lease
-/// outlasts the request holding it but a crashed replica blocks an event briefly.
-const LEASE_MARGIN: Duration = Duration::from_secs(5);
-
-/// Event ids longer than this (or holding control characters) are stored and
-/// stamped as their SHA-256, so a hostile id can't make huge or odd keys.
-const MAX_EVENT_ID_LEN: usize = 256;
 
 /// A commit that fails (Redis died just after the app's 2xx) is tried again
 /// in the background for this long, every [`COMMIT_RETRY_EVERY`], so that a
@@ -188,7 +180,7 @@ async fn deliver(
     };
     let key = nonce_key(&runtime.config.store.key_prefix, &source.name, nonce_id);
     let token = crate::store::lease_token();
-    let lease = server.upstream_timeout.saturating_add(LEASE_MARGIN);
+    let lease = keys::lease(server.upstream_timeout);
     let ev = Event {
         source,
         verified: &verified,
@@ -487,7 +479,7 @@ async fn count_failure(state: &State, runtime: &Runtime, mut envelope: Envelope,
         return;
     };
     let prefix = &runtime.config.store.key_prefix;
-    let key = dlq::fail_key(prefix, &envelope.source, &envelope.event_id);
+    let key = keys::fail_key(prefix, &envelope.source, &envelope.event_id);
     let count = match dlq::record_failure(redis, &key, runtime.config.store.nonce_ttl).await {
         Ok(count) => count,
         Err(e) => {
@@ -746,55 +738,5 @@ where
             tracing::debug!(error = %e, "reading the request body failed");
             Err(Outcome::BadRequest)
         }
-    }
-}
-
-/// `{prefix}:nonce:{source}:{event_id}` (DESIGN §4).
-pub fn nonce_key(prefix: &str, source: &str, event_id: &str) -> String {
-    // Built by hand: `format!` costs more than the three copies.
-    let mut key = String::with_capacity(prefix.len() + source.len() + event_id.len() + 8);
-    key.push_str(prefix);
-    key.push_str(":nonce:");
-    key.push_str(source);
-    key.push(':');
-    key.push_str(event_id);
-    key
-}
-
-/// The event id as stored and stamped: itself when short and printable, its
-/// SHA-256 (`sha256:<hex>`) otherwise.
-pub fn key_safe_id(id: &str) -> Cow<'_, str> {
-    if id.len() <= MAX_EVENT_ID_LEN && !id.chars().any(char::is_control) {
-        Cow::Borrowed(id)
-    } else {
-        Cow::Owned(format!(
-            "sha256:{}",
-            hex::encode(Sha256::digest(id.as_bytes()))
-        ))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hostile_ids_become_bounded_keys() {
-        assert_eq!(key_safe_id("evt_123"), "evt_123");
-        assert_eq!(key_safe_id("a:b*c"), "a:b*c");
-        let long = "x".repeat(10_000);
-        let safe = key_safe_id(&long);
-        assert!(safe.starts_with("sha256:") && safe.len() == 7 + 64);
-        assert!(key_safe_id("a\nb").starts_with("sha256:"));
-        assert!(key_safe_id("a\0b").starts_with("sha256:"));
-        assert_ne!(key_safe_id("a\nb"), key_safe_id("a\nc"));
-    }
-
-    #[test]
-    fn nonce_key_layout() {
-        assert_eq!(
-            nonce_key("hookgate", "stripe", "evt_1"),
-            "hookgate:nonce:stripe:evt_1"
-        );
     }
 }

@@ -53,7 +53,7 @@ use crate::metrics::Metrics;
 use crate::ordering::{Check, Gate};
 use crate::state::State;
 use crate::store::redis::RedisStore;
-use crate::store::{self, Claim};
+use crate::store::{self, Claim, keys};
 use crate::time::now_ms;
 
 /// The consumer group every replica's workers join.
@@ -62,9 +62,6 @@ pub const GROUP: &str = "hookgate";
 pub const POLL: Duration = Duration::from_millis(100);
 /// How often a worker looks for entries a dead replica left pending.
 const RECLAIM_EVERY: Duration = Duration::from_secs(1);
-/// How much longer than `upstream_timeout` an entry must sit unacknowledged
-/// before another worker takes it over (the same margin as the nonce lease).
-pub const LEASE_MARGIN: Duration = Duration::from_secs(5);
 /// When another event of the same resource is being delivered, try again
 /// after this (not counted as an attempt).
 const ORDER_WAIT: Duration = Duration::from_secs(1);
@@ -77,15 +74,7 @@ const ERROR_BACKOFF: Duration = Duration::from_secs(1);
 /// How often the supervisor looks for queue sources added by a reload.
 const SUPERVISE_EVERY: Duration = Duration::from_secs(2);
 
-/// `{prefix}:queue:{<source>}`.
-pub fn stream_key(prefix: &str, source: &str) -> String {
-    format!("{prefix}:queue:{{{source}}}")
-}
-
-/// `{prefix}:queue:{<source>}:delayed`.
-pub fn delayed_key(prefix: &str, source: &str) -> String {
-    format!("{prefix}:queue:{{{source}}}:delayed")
-}
+pub use crate::store::keys::{delayed_key, queue_key as stream_key};
 
 /// Removes a delivered (or given up) entry. KEYS[1] = stream; ARGV[1] = group,
 /// ARGV[2] = entry id.
@@ -580,7 +569,7 @@ async fn worker(
             let mut entries = Vec::new();
             if last_reclaim.is_none_or(|t| t.elapsed() >= RECLAIM_EVERY) {
                 last_reclaim = Some(Instant::now());
-                let lease = runtime.config.server.upstream_timeout.saturating_add(LEASE_MARGIN);
+                let lease = keys::lease(runtime.config.server.upstream_timeout);
                 let (next, claimed) = reclaim(&redis, &stream, &consumer, lease, &cursor, free).await?;
                 if !claimed.is_empty() {
                     tracing::info!(source = %source.name, entries = claimed.len(), "took over entries a stopped replica left pending");
@@ -725,11 +714,7 @@ impl Job {
             Some(gate) => {
                 let key = gate.lock_key(&self.prefix, name);
                 let token = crate::store::lease_token();
-                let lease = runtime
-                    .config
-                    .server
-                    .upstream_timeout
-                    .saturating_add(LEASE_MARGIN);
+                let lease = keys::lease(runtime.config.server.upstream_timeout);
                 match store.claim(&key, &token, lease).await {
                     Ok(Claim::Fresh) => Some((key, token)),
                     Ok(_) => {

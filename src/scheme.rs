@@ -12,7 +12,7 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, Uri};
 use http_body_util::Full;
 
-use crate::config::secret::Secret;
+use crate::secret::Secret;
 
 mod adyen;
 pub mod catalog;
@@ -590,7 +590,7 @@ pub(crate) mod test_support {
     use http::{HeaderMap, HeaderName, HeaderValue};
 
     use super::{Error, Scheme};
-    use crate::config::secret::Secret;
+    use crate::secret::Secret;
 
     pub(crate) const TOLERANCE: Duration = Duration::from_secs(300);
 

@@ -49,6 +49,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
+pub use crate::config::Lifetimes;
 use crate::outcome::{Body, Outcome};
 use crate::tls::SharedAcceptor;
 
@@ -86,24 +87,6 @@ pub struct Limits {
     pub rejected: Counter,
     /// How long a connection may stall, idle and live.
     pub lifetimes: Lifetimes,
-}
-
-/// The three bounds on a connection's life (module docs).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Lifetimes {
-    pub write_timeout: Duration,
-    pub idle_timeout: Duration,
-    pub max_connection_age: Duration,
-}
-
-impl Default for Lifetimes {
-    fn default() -> Self {
-        Lifetimes {
-            write_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(30),
-            max_connection_age: Duration::from_secs(300),
-        }
-    }
 }
 
 impl Limits {

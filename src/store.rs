@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+pub mod keys;
 pub mod memory;
 pub mod redis;
 

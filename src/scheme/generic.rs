@@ -42,7 +42,7 @@ use sha2::{Digest as _, Sha256};
 use super::hmac;
 use super::json::{self, Field, json_fields};
 use super::{Algorithm, Error, Generic, Locator, SecretEncoding, Verified};
-use crate::config::secret::Secret;
+use crate::secret::Secret;
 
 /// Longest signature header value considered; longer ones are malformed
 /// (a sender rotating a few keys stays far below it).

@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256, Sha512};
 use subtle::{Choice, ConstantTimeEq};
 
 use super::{Algorithm, Encoding, Error, TimestampFormat};
-use crate::config::secret::Secret;
+use crate::secret::Secret;
 
 /// URL-safe base64, padding optional when decoding, none when encoding.
 const URL_SAFE_INDIFFERENT: GeneralPurpose = GeneralPurpose::new(

@@ -32,7 +32,7 @@ use super::json::json_fields;
 use super::{
     Encoding, Error, Generic, Labels, Locator, SecretEncoding, TimestampFormat, Verified, generic,
 };
-use crate::config::secret::Secret;
+use crate::secret::Secret;
 
 const LEGACY_SIGNATURE: &str = "increase-webhook-signature";
 const SIGNATURE: &str = "webhook-signature";

@@ -29,7 +29,7 @@ use http::HeaderMap;
 
 use super::json::json_fields;
 use super::{Error, Verified, hmac};
-use crate::config::secret::Secret;
+use crate::secret::Secret;
 
 const SIGNATURE: &str = "metronome-webhook-signature";
 /// The signed date of `@metronome/sdk` 3.5.0 and later.

@@ -11,7 +11,7 @@ use http::header::HeaderName;
 
 use super::hmac;
 use super::{Error, Verified};
-use crate::config::secret::Secret;
+use crate::secret::Secret;
 
 const SIGNATURE: &str = "X-Shopify-Hmac-Sha256";
 const WEBHOOK_ID: &str = "X-Shopify-Webhook-Id";

@@ -11,9 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use hookgate::config::secret::Secret;
 use hookgate::config::{Config, SystemSecrets};
 use hookgate::scheme::Scheme;
+use hookgate::secret::Secret;
 use hookgate::state::State;
 use hookgate::{Listeners, run};
 use http::{HeaderMap, Request, Response, StatusCode};
