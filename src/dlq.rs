@@ -42,13 +42,12 @@ use redis::streams::{StreamId, StreamRangeReply};
 use serde::Serialize;
 
 use crate::config::Config;
+use crate::delivery::{Attempt, Claimed, Gated, Steps};
+use crate::envelope::Envelope;
 use crate::forward::Forwarder;
 use crate::metrics::Metrics;
-use crate::ordering::Check;
-use crate::queue::{self, Attempt, Envelope};
-use crate::store::keys::nonce_key;
 use crate::store::redis::RedisStore;
-use crate::store::{self, Claim, Store};
+use crate::store::{self, Store};
 
 /// Consecutive failures of one event id in forward mode that make a dead letter.
 pub const FORWARD_FAILURES: u64 = 3;
@@ -289,65 +288,87 @@ impl Replayer<'_> {
         Ok(out)
     }
 
-    /// Sends one dead letter to the app and settles it.
+    /// The delivery steps, on this replayer's config, store, client and metrics.
+    fn steps(&self) -> Steps<'_> {
+        Steps {
+            config: self.config,
+            store: self.store,
+            forwarder: self.forwarder,
+            metrics: self.metrics,
+        }
+    }
+
+    /// Sends one dead letter to the app and settles it, through the same
+    /// steps as every other delivery: the nonce (for a forward-mode event,
+    /// which may have got through on a sender retry), the version gate with
+    /// the resource's lease, one attempt, then commit or release.
     pub async fn replay(&self, dead: Dead) -> Result<Replayed, Error> {
         let redis = self.redis()?;
         let prefix = &self.config.store.key_prefix;
-        let server = &self.config.server;
+        let steps = self.steps();
         let mut envelope = dead.envelope;
-        let source = envelope.source.clone();
+        let gate = envelope.gate();
+        let event = envelope.event(gate.as_ref());
 
-        // A forward-mode event may have got through on a sender retry.
         let nonce = if envelope.delivery == "forward" {
-            let key = nonce_key(prefix, &source, envelope.nonce_id());
-            let token = crate::store::lease_token();
-            let lease = store::keys::lease(server.upstream_timeout);
-            match self.store.claim(&key, &token, lease).await? {
-                Claim::Fresh => Some((key, token)),
-                Claim::Done => {
+            match steps.claim(&event).await? {
+                Claimed::Fresh(lease) => Some(lease),
+                Claimed::Done => {
                     self.remove(redis, &dead.id).await?;
                     return Ok(Replayed::AlreadyDelivered);
                 }
-                Claim::InFlight => return Ok(Replayed::InFlight),
+                Claimed::InFlight => return Ok(Replayed::InFlight),
             }
         } else {
             None
         };
-        let gate = envelope.gate();
-        if let Some(gate) = &gate {
-            match gate.check(self.store, prefix, &source).await {
-                Ok(Check::Newer) => {}
-                Ok(_) => {
-                    self.settle_nonce(nonce, true).await;
+        let lock = match &gate {
+            None => None,
+            Some(g) => match steps.gate(&event, g, &store::lease_token(), true).await {
+                Ok(Gated::Newer(lock)) => lock,
+                Ok(Gated::Busy) => {
+                    steps.release(&event, nonce).await;
+                    return Ok(Replayed::InFlight);
+                }
+                Ok(Gated::Equal | Gated::Stale) => {
+                    if let Some(nonce) = &nonce {
+                        let _ = steps.commit(&event, nonce).await;
+                    }
                     self.remove(redis, &dead.id).await?;
                     return Ok(Replayed::StaleVersion);
                 }
                 Err(e) => {
-                    self.settle_nonce(nonce, false).await;
+                    steps.release(&event, nonce).await;
                     return Err(e.into());
                 }
-            }
-        }
+            },
+        };
 
-        let outcome = queue::attempt(self.forwarder, server, self.metrics, &envelope).await;
-        envelope.attempts = envelope.attempts.saturating_add(1);
-        envelope.last_attempt_ms = Some(crate::time::now_ms());
-        let error = match outcome {
+        let attempt = match envelope.request_parts() {
+            Ok(parts) => {
+                steps
+                    .attempt(&event, &parts, envelope.body.clone(), envelope.peer)
+                    .await
+                    .attempt
+            }
+            Err(e) => Attempt::Refused(e),
+        };
+        let error = match attempt {
             Attempt::Delivered => {
-                if let Some(gate) = &gate
-                    && let Err(e) = gate.advance(self.store, prefix, &source).await
-                {
-                    tracing::warn!(source = %source, event_id = %envelope.event_id, error = %e, "version advance failed");
+                steps.delivered(&event, lock).await;
+                if let Some(nonce) = &nonce {
+                    let _ = steps.commit(&event, nonce).await;
                 }
-                self.settle_nonce(nonce, true).await;
                 self.remove(redis, &dead.id).await?;
-                tracing::info!(source = %source, event_id = %envelope.event_id, dlq_id = %dead.id, "dead letter replayed");
+                tracing::info!(source = %envelope.source, event_id = %envelope.event_id, dlq_id = %dead.id, "dead letter replayed");
                 return Ok(Replayed::Delivered);
             }
-            Attempt::Refused(error) => error,
-            Attempt::Failed { error, .. } => error,
+            Attempt::Refused(error) | Attempt::Failed { error, .. } => error,
         };
-        self.settle_nonce(nonce, false).await;
+        steps.release(&event, lock).await;
+        steps.release(&event, nonce).await;
+        envelope.attempts = envelope.attempts.saturating_add(1);
+        envelope.last_attempt_ms = Some(crate::time::now_ms());
         envelope.last_error = Some(error.clone());
         let new_id: Option<String> = redis
             .eval(
@@ -356,7 +377,7 @@ impl Replayer<'_> {
                 &[dead.id.as_bytes(), &envelope.encode()],
             )
             .await?;
-        tracing::warn!(source = %source, event_id = %envelope.event_id, dlq_id = %dead.id, error = %error, "dead letter replay failed; kept");
+        tracing::warn!(source = %envelope.source, event_id = %envelope.event_id, dlq_id = %dead.id, error = %error, "dead letter replay failed; kept");
         Ok(Replayed::Failed { error, new_id })
     }
 
@@ -365,19 +386,6 @@ impl Replayer<'_> {
         cmd.arg(stream_key(&self.config.store.key_prefix)).arg(id);
         let _: i64 = redis.query(&cmd).await?;
         Ok(())
-    }
-
-    /// Commits (delivered) or releases the nonce a forward-mode replay took.
-    async fn settle_nonce(&self, nonce: Option<(String, String)>, done: bool) {
-        let Some((key, token)) = nonce else { return };
-        let result = if done {
-            self.store.commit(&key, self.config.store.nonce_ttl).await
-        } else {
-            self.store.release(&key, &token).await
-        };
-        if let Err(e) = result {
-            tracing::warn!(error = %e, "nonce update after a replay failed");
-        }
     }
 }
 

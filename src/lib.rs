@@ -24,7 +24,9 @@
 pub mod admin;
 pub mod cli;
 pub mod config;
+pub mod delivery;
 pub mod dlq;
+pub mod envelope;
 pub mod forward;
 pub mod log;
 pub mod metrics;

@@ -21,15 +21,16 @@ use http_body_util::{BodyExt, Limited};
 use sha2::{Digest, Sha256};
 
 use crate::config::{Delivery, OnStoreError, Source, Unmatched, Verification};
+use crate::delivery::{Attempt, Claimed, Event, Gated, Lease, Steps};
 use crate::dlq;
-use crate::forward::{self, Mark, Stamp};
-use crate::ordering::{Check, Gate};
+use crate::envelope::{Envelope, Received};
+use crate::forward::{self, Mark};
+use crate::ordering::Gate;
 use crate::outcome::{Body, Outcome};
-use crate::queue::{self, Envelope, Received};
+use crate::queue;
 use crate::scheme::{Error, Verified};
 use crate::state::{Runtime, State};
-use crate::store::Claim;
-use crate::store::keys::{self, key_safe_id, nonce_key};
+use crate::store::keys::{self, key_safe_id};
 use crate::time::{unix_now, unix_now_f64};
 
 mod detach;
@@ -156,7 +157,8 @@ where
     }
 }
 
-/// Nonce → version gate → forward or enqueue → commit or release.
+/// Nonce → version gate → forward or enqueue → commit or release, through
+/// the steps every delivery takes ([`crate::delivery`]).
 async fn deliver(
     state: &Arc<State>,
     runtime: &Runtime,
@@ -167,7 +169,12 @@ async fn deliver(
     peer: Option<IpAddr>,
 ) -> Response<Body> {
     let source = &runtime.config.sources[index];
-    let server = &runtime.config.server;
+    let steps = Steps {
+        config: &runtime.config,
+        store: &state.store,
+        forwarder: &state.forwarder,
+        metrics: &state.metrics,
+    };
     let event_id = key_safe_id(&verified.event_id);
     // An id the signature does not cover names the event but cannot tell
     // copies apart: the same signed bytes under a fresh id are the same event.
@@ -178,48 +185,35 @@ async fn deliver(
         body_digest = hex::encode(Sha256::digest(&body));
         &body_digest
     };
-    let key = nonce_key(&runtime.config.store.key_prefix, &source.name, nonce_id);
-    let token = crate::store::lease_token();
-    let lease = keys::lease(server.upstream_timeout);
-    let ev = Event {
-        source,
-        verified: &verified,
+    let event = Event {
+        source: &source.name,
         event_id: &event_id,
         nonce_id,
-        nonce: &key,
-        token: &token,
+        event_type: verified.event_type.as_deref(),
+        type_signed: source.scheme.signs_event_type(),
+        gate: None,
     };
 
-    match state.store.claim(&key, &token, lease).await {
-        Ok(Claim::Fresh) => {}
-        Ok(Claim::Done) => {
+    let nonce = match steps.claim(&event).await {
+        Ok(Claimed::Fresh(nonce)) => nonce,
+        Ok(Claimed::Done) => {
             let outcome = Outcome::Duplicate {
                 event_id: event_id.into_owned(),
             };
             return finish(state, source, Some(&verified), outcome, None);
         }
-        Ok(Claim::InFlight) => {
+        Ok(Claimed::InFlight) => {
             return finish(state, source, Some(&verified), Outcome::InFlight, None);
         }
-        Err(e) => {
-            state.metrics.store_errors.inc();
-            tracing::warn!(source = %source.name, event_id = %event_id, error = %e, "nonce claim failed");
-            if source.on_store_error == OnStoreError::ForwardUnchecked {
-                let stamp = stamp(source, &event_id, &verified);
-                return forward_unchecked(
-                    state, runtime, source, &parts, body, &verified, stamp, peer,
-                )
+        Err(_) if source.on_store_error == OnStoreError::ForwardUnchecked => {
+            return forward_unchecked(state, &steps, &event, source, &parts, body, &verified, peer)
                 .await;
-            }
-            return finish(
-                state,
-                source,
-                Some(&verified),
-                Outcome::StoreUnavailable,
-                None,
-            );
         }
-    }
+        Err(_) => {
+            let outcome = Outcome::StoreUnavailable;
+            return finish(state, source, Some(&verified), outcome, None);
+        }
+    };
 
     // The version gate: the body is read for it only when the source has one.
     let gate = match &source.ordering {
@@ -228,106 +222,101 @@ async fn deliver(
             Ok(gate) => Some(gate),
             Err(e) => {
                 tracing::debug!(source = %source.name, event_id = %event_id, reason = %e, "no resource version in a verified body");
-                release(state, source, &key, &token, &event_id).await;
+                steps.release(&event, Some(nonce)).await;
                 return finish(state, source, Some(&verified), Outcome::MalformedBody, None);
             }
         },
     };
+    let event = Event {
+        gate: gate.as_ref(),
+        ..event
+    };
+    // Queue workers take the resource's lease themselves, at delivery time.
+    let hold = source.delivery == Delivery::Forward;
     let lock = match &gate {
         None => None,
-        Some(gate) => match pass_gate(state, runtime, &ev, gate, lease).await {
-            Ok(lock) => lock,
-            Err(outcome) => return finish(state, source, Some(&verified), outcome, None),
+        Some(g) => match steps.gate(&event, g, nonce.token(), hold).await {
+            Ok(Gated::Newer(lock)) => lock,
+            Ok(Gated::Busy) => {
+                steps.release(&event, Some(nonce)).await;
+                return finish(state, source, Some(&verified), Outcome::InFlight, None);
+            }
+            Ok(settled) => {
+                // A stale or equal version settles the event: its nonce is
+                // committed, so a sender retry is a cheap duplicate that
+                // needs no version read.
+                let _ = steps.commit(&event, &nonce).await;
+                let outcome = if matches!(settled, Gated::Stale) {
+                    Outcome::StaleVersion
+                } else {
+                    Outcome::Duplicate {
+                        event_id: event_id.to_string(),
+                    }
+                };
+                return finish(state, source, Some(&verified), outcome, None);
+            }
+            Err(_) => {
+                steps.release(&event, Some(nonce)).await;
+                let outcome = Outcome::StoreUnavailable;
+                return finish(state, source, Some(&verified), outcome, None);
+            }
         },
     };
 
     if source.delivery == Delivery::Queue {
-        let outcome = enqueue(state, runtime, &ev, &parts, body, peer, gate.as_ref()).await;
+        let received = Received {
+            source,
+            event_id: &event_id,
+            nonce_id,
+            event_type: verified.event_type.as_deref(),
+            signed_at: verified.timestamp,
+            peer,
+            gate: gate.as_ref(),
+        };
+        let envelope = Envelope::new(&parts, body, received);
+        let outcome = enqueue(state, &steps, &event, nonce, &envelope).await;
         return finish(state, source, Some(&verified), outcome, None);
     }
 
-    let stamp = stamp(source, &event_id, &verified);
-    let started = std::time::Instant::now();
-    let sent = state
-        .forwarder
-        .send(server, &parts, body.clone(), peer, Mark::Verified(stamp))
-        .await;
-    let elapsed = started.elapsed().as_secs_f64();
-
-    let failure = match sent {
-        Ok(response) if response.status().is_success() => {
-            state
-                .metrics
-                .upstream_response(&source.name, "2xx", elapsed);
-            if let Some(gate) = &gate
-                && let Err(e) = gate
-                    .advance(&state.store, &runtime.config.store.key_prefix, &source.name)
-                    .await
-            {
-                // The app has the event; only an older one could slip through later.
-                state.metrics.store_errors.inc();
-                tracing::warn!(source = %source.name, event_id = %event_id, error = %e, "version advance failed");
-            }
-            unlock(state, source, lock, &event_id).await;
-            let ttl = runtime.config.store.nonce_ttl;
-            if let Err(e) = state.store.commit(&key, ttl).await {
+    let attempted = steps.attempt(&event, &parts, body.clone(), peer).await;
+    let (response, error) = match (attempted.attempt, attempted.answer) {
+        (Attempt::Delivered, Ok(response)) => {
+            steps.delivered(&event, lock).await;
+            if steps.commit(&event, &nonce).await.is_err() {
                 // The app took the event: its 2xx stands. The commit is tried
-                // again in the background; if Redis stays away longer than
-                // that, a retry after the lease expires is forwarded again.
-                state.metrics.store_errors.inc();
-                tracing::warn!(source = %source.name, event_id = %event_id, error = %e, "nonce commit failed; retrying in the background");
-                retry_commit(state, key.clone(), ttl, source.name.clone());
+                // again in the background; if the store stays away longer
+                // than that, a retry after the lease expires is forwarded again.
+                retry_commit(state, nonce, runtime.config.store.nonce_ttl, &source.name);
             }
             if let Some(ts) = verified.timestamp {
                 state
                     .metrics
                     .completion(&source.name, unix_now_f64() - ts as f64);
             }
-            return finish(
-                state,
-                source,
-                Some(&verified),
-                Outcome::Forwarded,
-                Some(response),
-            );
+            let outcome = Outcome::Forwarded;
+            return finish(state, source, Some(&verified), outcome, Some(response));
         }
-        Ok(response) => {
-            let status = response.status();
-            let class = if status.is_client_error() {
-                "4xx"
-            } else {
-                "5xx"
-            };
-            state
-                .metrics
-                .upstream_response(&source.name, class, elapsed);
-            unlock(state, source, lock, &event_id).await;
-            release(state, source, &key, &token, &event_id).await;
-            let response = finish(
-                state,
-                source,
-                Some(&verified),
-                Outcome::Forwarded,
-                Some(response),
-            );
-            if !status.is_server_error() {
-                return response;
+        (_, answer) => {
+            steps.release(&event, lock).await;
+            steps.release(&event, Some(nonce)).await;
+            match answer {
+                Ok(response) => {
+                    let status = response.status();
+                    let outcome = Outcome::Forwarded;
+                    let response = finish(state, source, Some(&verified), outcome, Some(response));
+                    if !status.is_server_error() {
+                        return response;
+                    }
+                    (response, format!("app answered {status}"))
+                }
+                Err(e) => {
+                    tracing::warn!(source = %source.name, event_id = %event_id, error = %e, "forward failed");
+                    let response = finish(state, source, Some(&verified), Outcome::from(&e), None);
+                    (response, e.to_string())
+                }
             }
-            (response, format!("app answered {status}"))
-        }
-        Err(e) => {
-            state
-                .metrics
-                .upstream_response(&source.name, "error", elapsed);
-            tracing::warn!(source = %source.name, event_id = %event_id, error = %e, "forward failed");
-            unlock(state, source, lock, &event_id).await;
-            release(state, source, &key, &token, &event_id).await;
-            let outcome = Outcome::from(&e);
-            let response = finish(state, source, Some(&verified), outcome, None);
-            (response, e.to_string())
         }
     };
-    let (response, error) = failure;
     let received = Received {
         source,
         event_id: &event_id,
@@ -341,134 +330,31 @@ async fn deliver(
     response
 }
 
-/// What hookgate vouches for about a verified event: its id, its source, and
-/// its type only when the signature covers it.
-fn stamp<'a>(source: &'a Source, event_id: &'a str, verified: &'a Verified) -> Stamp<'a> {
-    Stamp {
-        event_id,
-        source: &source.name,
-        event_type: verified
-            .event_type
-            .as_deref()
-            .filter(|_| source.scheme.signs_event_type()),
-    }
-}
-
-/// What the steps after the claim share about the event.
-struct Event<'a> {
-    source: &'a Source,
-    verified: &'a Verified,
-    event_id: &'a str,
-    /// What the nonce is keyed by (the event id, or the body's digest where
-    /// the id is unsigned), the nonce key, and this request's token in it.
-    nonce_id: &'a str,
-    nonce: &'a str,
-    token: &'a str,
-}
-
-/// The version gate (DESIGN §5). Returns the resource lease to hold until
-/// the app answered (forward mode), or the outcome that ends the request. A
-/// stale or equal version settles the event: its nonce is committed, so a
-/// sender retry is a cheap duplicate that needs no version read.
-async fn pass_gate(
-    state: &State,
-    runtime: &Runtime,
-    ev: &Event<'_>,
-    gate: &Gate,
-    lease: Duration,
-) -> Result<Option<(String, String)>, Outcome> {
-    let source = ev.source;
-    let prefix = &runtime.config.store.key_prefix;
-    // Queue workers take the resource lease themselves, at delivery time.
-    let lock = if source.delivery == Delivery::Forward {
-        let key = gate.lock_key(prefix, &source.name);
-        match state.store.claim(&key, ev.token, lease).await {
-            Ok(Claim::Fresh) => Some((key, ev.token.to_owned())),
-            Ok(_) => {
-                release(state, source, ev.nonce, ev.token, ev.event_id).await;
-                return Err(Outcome::InFlight);
-            }
-            Err(e) => {
-                state.metrics.store_errors.inc();
-                tracing::warn!(source = %source.name, event_id = %ev.event_id, error = %e, "version lock failed");
-                release(state, source, ev.nonce, ev.token, ev.event_id).await;
-                return Err(Outcome::StoreUnavailable);
-            }
-        }
-    } else {
-        None
-    };
-    let settled = match gate.check(&state.store, prefix, &source.name).await {
-        Ok(Check::Newer) => return Ok(lock),
-        Ok(Check::Stale) => Outcome::StaleVersion,
-        Ok(Check::Equal) => Outcome::Duplicate {
-            event_id: ev.event_id.to_owned(),
-        },
-        Err(e) => {
-            state.metrics.store_errors.inc();
-            tracing::warn!(source = %source.name, event_id = %ev.event_id, error = %e, "version check failed");
-            unlock(state, source, lock, ev.event_id).await;
-            release(state, source, ev.nonce, ev.token, ev.event_id).await;
-            return Err(Outcome::StoreUnavailable);
-        }
-    };
-    unlock(state, source, lock, ev.event_id).await;
-    if let Err(e) = state
-        .store
-        .commit(ev.nonce, runtime.config.store.nonce_ttl)
-        .await
-    {
-        state.metrics.store_errors.inc();
-        tracing::warn!(source = %source.name, event_id = %ev.event_id, error = %e, "nonce commit failed");
-    }
-    Err(settled)
-}
-
 /// Queue delivery: the raw request goes to the source's stream, the nonce is
 /// committed, and only then is the sender answered 200.
 async fn enqueue(
     state: &State,
-    runtime: &Runtime,
-    ev: &Event<'_>,
-    parts: &http::request::Parts,
-    body: Bytes,
-    peer: Option<IpAddr>,
-    gate: Option<&Gate>,
+    steps: &Steps<'_>,
+    event: &Event<'_>,
+    nonce: Lease,
+    envelope: &Envelope,
 ) -> Outcome {
-    let source = ev.source;
     let Some(redis) = state.store.as_redis() else {
         // Config validation refuses queue delivery on the memory store.
-        release(state, source, ev.nonce, ev.token, ev.event_id).await;
+        steps.release(event, Some(nonce)).await;
         return Outcome::StoreUnavailable;
     };
-    let received = Received {
-        source,
-        event_id: ev.event_id,
-        nonce_id: ev.nonce_id,
-        event_type: ev.verified.event_type.as_deref(),
-        signed_at: ev.verified.timestamp,
-        peer,
-        gate,
-    };
-    let envelope = Envelope::new(parts, body, received);
-    if let Err(e) = queue::enqueue(redis, &runtime.config.store.key_prefix, &envelope).await {
+    if let Err(e) = queue::enqueue(redis, &steps.config.store.key_prefix, envelope).await {
         state.metrics.store_errors.inc();
-        tracing::warn!(source = %source.name, event_id = %ev.event_id, error = %e, "enqueue failed");
-        release(state, source, ev.nonce, ev.token, ev.event_id).await;
+        tracing::warn!(source = %event.source, event_id = %event.event_id, error = %e, "enqueue failed");
+        steps.release(event, Some(nonce)).await;
         return Outcome::StoreUnavailable;
     }
-    if let Err(e) = state
-        .store
-        .commit(ev.nonce, runtime.config.store.nonce_ttl)
-        .await
-    {
-        // The event is queued and will be delivered; only a sender retry
-        // after the lease could queue it a second time.
-        state.metrics.store_errors.inc();
-        tracing::warn!(source = %source.name, event_id = %ev.event_id, error = %e, "nonce commit failed");
-    }
+    // The event is queued and will be delivered; if the commit fails, only a
+    // sender retry after the lease could queue it a second time.
+    let _ = steps.commit(event, &nonce).await;
     Outcome::Queued {
-        event_id: ev.event_id.to_owned(),
+        event_id: event.event_id.to_owned(),
     }
 }
 
@@ -507,26 +393,17 @@ async fn count_failure(state: &State, runtime: &Runtime, mut envelope: Envelope,
     }
 }
 
-/// Gives up a resource lease taken by the version gate.
-async fn unlock(state: &State, source: &Source, lock: Option<(String, String)>, event_id: &str) {
-    if let Some((key, token)) = lock
-        && let Err(e) = state.store.release(&key, &token).await
-    {
-        state.metrics.store_errors.inc();
-        tracing::warn!(source = %source.name, event_id = %event_id, error = %e, "version lock release failed; it expires with its lease");
-    }
-}
-
 /// Retries a failed commit until it lands or [`COMMIT_RETRY_FOR`] passes.
 /// Safe at any time: the app accepted the event, so `done` is true whoever
 /// holds the key by then (see [`crate::store::Store::commit`]).
-fn retry_commit(state: &Arc<State>, key: String, ttl: Duration, source: String) {
+fn retry_commit(state: &Arc<State>, nonce: Lease, ttl: Duration, source: &str) {
     let state = Arc::clone(state);
+    let source = source.to_owned();
     tokio::spawn(async move {
         let deadline = tokio::time::Instant::now() + COMMIT_RETRY_FOR;
         while tokio::time::Instant::now() < deadline {
             tokio::time::sleep(COMMIT_RETRY_EVERY).await;
-            match state.store.commit(&key, ttl).await {
+            match state.store.commit(nonce.key(), ttl).await {
                 Ok(()) => {
                     tracing::info!(source = %source, "nonce committed on retry");
                     return;
@@ -582,49 +459,24 @@ async fn observe(
 #[allow(clippy::too_many_arguments)]
 async fn forward_unchecked(
     state: &State,
-    runtime: &Runtime,
+    steps: &Steps<'_>,
+    event: &Event<'_>,
     source: &Source,
     parts: &http::request::Parts,
     body: Bytes,
     verified: &Verified,
-    stamp: Stamp<'_>,
     peer: Option<IpAddr>,
 ) -> Response<Body> {
-    let server = &runtime.config.server;
-    tracing::warn!(source = %source.name, event_id = %stamp.event_id, "store unavailable: forwarding without the duplicate check (on_store_error = forward_unchecked)");
-    let started = std::time::Instant::now();
-    let sent = state
-        .forwarder
-        .send(server, parts, body, peer, Mark::Verified(stamp))
-        .await;
-    let elapsed = started.elapsed().as_secs_f64();
-    match sent {
+    tracing::warn!(source = %source.name, event_id = %event.event_id, "store unavailable: forwarding without the duplicate check (on_store_error = forward_unchecked)");
+    match steps.attempt(event, parts, body, peer).await.answer {
         Ok(response) => {
-            let status = response.status();
-            let class = crate::metrics::status_class(status);
-            state
-                .metrics
-                .upstream_response(&source.name, class, elapsed);
             let outcome = Outcome::ForwardedUnchecked;
             finish(state, source, Some(verified), outcome, Some(response))
         }
         Err(e) => {
-            state
-                .metrics
-                .upstream_response(&source.name, "error", elapsed);
-            tracing::warn!(source = %source.name, event_id = %stamp.event_id, error = %e, "forward failed");
-            let outcome = Outcome::from(&e);
-            finish(state, source, Some(verified), outcome, None)
+            tracing::warn!(source = %source.name, event_id = %event.event_id, error = %e, "forward failed");
+            finish(state, source, Some(verified), Outcome::from(&e), None)
         }
-    }
-}
-
-/// Lets the sender's retry through. A failed release only delays that retry
-/// until the lease expires.
-async fn release(state: &State, source: &Source, key: &str, token: &str, event_id: &str) {
-    if let Err(e) = state.store.release(key, token).await {
-        state.metrics.store_errors.inc();
-        tracing::warn!(source = %source.name, event_id = %event_id, error = %e, "nonce release failed");
     }
 }
 

@@ -33,27 +33,21 @@
 //! `X-Verified-Event-Id`, which every attempt carries.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
 use std::sync::{Arc, LazyLock};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use base64::Engine as _;
-use bytes::Bytes;
-use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use redis::Script;
 use redis::streams::{StreamAutoClaimReply, StreamId, StreamReadReply};
-use serde::{Deserialize, Serialize};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{self, Delivery, Source};
+use crate::config::{Delivery, Source};
+use crate::delivery::{Attempt, Gated, Steps};
 use crate::dlq;
-use crate::forward::{self, Forwarder, Mark, Stamp};
-use crate::metrics::Metrics;
-use crate::ordering::{Check, Gate};
+use crate::envelope::Envelope;
 use crate::state::State;
 use crate::store::redis::RedisStore;
-use crate::store::{self, Claim, keys};
+use crate::store::{self, keys};
 use crate::time::now_ms;
 
 /// The consumer group every replica's workers join.
@@ -67,8 +61,6 @@ const RECLAIM_EVERY: Duration = Duration::from_secs(1);
 const ORDER_WAIT: Duration = Duration::from_secs(1);
 /// Due retries moved back into the stream per round.
 const PROMOTE_BATCH: usize = 100;
-/// The longest `Retry-After` honoured; a larger one is cut to this.
-const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3600);
 /// How long a worker waits after a failed round (Redis down) before the next.
 const ERROR_BACKOFF: Duration = Duration::from_secs(1);
 /// How often the supervisor looks for queue sources added by a reload.
@@ -119,322 +111,6 @@ return #due
 ",
     )
 });
-
-// ---------------------------------------------------------------------------
-// The stored request.
-
-/// A header value as stored: text when it is UTF-8, base64 otherwise.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum HeaderText {
-    Text(String),
-    Bytes { base64: String },
-}
-
-/// A verified request as hookgate keeps it for later delivery: the raw
-/// request (method, path and query, end-to-end headers, body bytes) and what
-/// hookgate knows about it. Stored as one value: the metadata as a JSON line,
-/// a newline, then the body bytes untouched (JSON escapes every newline in
-/// the metadata, so the first one ends it).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Envelope {
-    /// Unique per envelope, so two copies of one event stay distinct members.
-    pub token: String,
-    pub source: String,
-    /// As stamped (`key_safe_id`).
-    pub event_id: String,
-    #[serde(default)]
-    pub event_type: Option<String>,
-    /// What the event's nonce is keyed by, when not `event_id` (an unsigned
-    /// id: the body's digest).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nonce_id: Option<String>,
-    /// Whether the signature covers `event_type`, so it may be stamped.
-    #[serde(default = "signed_by_default")]
-    pub type_signed: bool,
-    /// `"forward"` or `"queue"`: how the event came in.
-    pub delivery: String,
-    pub method: String,
-    /// Path and query.
-    pub uri: String,
-    pub headers: Vec<(String, HeaderText)>,
-    #[serde(default)]
-    pub peer: Option<IpAddr>,
-    /// The sender's signed timestamp (unix seconds), when the scheme signs one.
-    #[serde(default)]
-    pub signed_at: Option<i64>,
-    /// When hookgate received it (unix ms).
-    pub received_ms: i64,
-    /// Delivery attempts made so far.
-    #[serde(default)]
-    pub attempts: u32,
-    #[serde(default)]
-    pub last_error: Option<String>,
-    #[serde(default)]
-    pub last_attempt_ms: Option<i64>,
-    /// When it became a dead letter (unix ms).
-    #[serde(default)]
-    pub dead_ms: Option<i64>,
-    /// The version gate's resource and version, when the source has one.
-    #[serde(default)]
-    pub resource: Option<String>,
-    #[serde(default)]
-    pub version: Option<String>,
-    #[serde(skip)]
-    pub body: Bytes,
-}
-
-fn signed_by_default() -> bool {
-    true
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum DecodeError {
-    #[error("no metadata line")]
-    NoMetadata,
-    #[error("metadata is not valid: {0}")]
-    Metadata(String),
-}
-
-/// What hookgate vouches for about a request it keeps.
-pub struct Received<'a> {
-    pub source: &'a Source,
-    pub event_id: &'a str,
-    /// What its nonce is keyed by.
-    pub nonce_id: &'a str,
-    pub event_type: Option<&'a str>,
-    pub signed_at: Option<i64>,
-    pub peer: Option<IpAddr>,
-    pub gate: Option<&'a Gate>,
-}
-
-impl Envelope {
-    /// Captures a verified request. Hop-by-hop headers are left out, and
-    /// spoofable ones ([`forward::strip_spoofable`]) were removed when it arrived.
-    pub fn new(parts: &http::request::Parts, body: Bytes, r: Received<'_>) -> Envelope {
-        let mut headers = parts.headers.clone();
-        forward::strip_hop_by_hop(&mut headers);
-        let headers = headers
-            .iter()
-            .map(|(name, value)| {
-                let text = match value.to_str() {
-                    Ok(s) => HeaderText::Text(s.to_owned()),
-                    Err(_) => HeaderText::Bytes {
-                        base64: base64::engine::general_purpose::STANDARD.encode(value.as_bytes()),
-                    },
-                };
-                (name.as_str().to_owned(), text)
-            })
-            .collect();
-        Envelope {
-            token: crate::store::lease_token(),
-            source: r.source.name.clone(),
-            event_id: r.event_id.to_owned(),
-            event_type: r.event_type.map(str::to_owned),
-            nonce_id: (r.nonce_id != r.event_id).then(|| r.nonce_id.to_owned()),
-            type_signed: r.source.scheme.signs_event_type(),
-            delivery: match r.source.delivery {
-                Delivery::Forward => "forward",
-                Delivery::Queue => "queue",
-            }
-            .to_owned(),
-            method: parts.method.as_str().to_owned(),
-            uri: parts
-                .uri
-                .path_and_query()
-                .map(|pq| pq.as_str().to_owned())
-                .unwrap_or_else(|| "/".to_owned()),
-            headers,
-            peer: r.peer,
-            signed_at: r.signed_at,
-            received_ms: now_ms(),
-            attempts: 0,
-            last_error: None,
-            last_attempt_ms: None,
-            dead_ms: None,
-            resource: r.gate.map(|g| g.resource.clone()),
-            version: r.gate.map(|g| g.version.to_string()),
-            body,
-        }
-    }
-
-    /// What the event's nonce is keyed by.
-    pub fn nonce_id(&self) -> &str {
-        self.nonce_id.as_deref().unwrap_or(&self.event_id)
-    }
-
-    /// The stored form: JSON metadata, `\n`, body bytes.
-    pub fn encode(&self) -> Vec<u8> {
-        // Serializing plain strings and numbers cannot fail.
-        let meta = serde_json::to_vec(self).unwrap_or_default();
-        let mut out = Vec::with_capacity(meta.len() + 1 + self.body.len());
-        out.extend_from_slice(&meta);
-        out.push(b'\n');
-        out.extend_from_slice(&self.body);
-        out
-    }
-
-    pub fn decode(bytes: &[u8]) -> Result<Envelope, DecodeError> {
-        let split = bytes
-            .iter()
-            .position(|b| *b == b'\n')
-            .ok_or(DecodeError::NoMetadata)?;
-        let mut envelope: Envelope = serde_json::from_slice(&bytes[..split])
-            .map_err(|e| DecodeError::Metadata(e.to_string()))?;
-        envelope.body = Bytes::copy_from_slice(&bytes[split + 1..]);
-        Ok(envelope)
-    }
-
-    /// The version gate position, when the source had one.
-    pub fn gate(&self) -> Option<Gate> {
-        Some(Gate {
-            resource: self.resource.clone()?,
-            version: self.version.as_deref()?.parse().ok()?,
-        })
-    }
-
-    /// The stored headers, decoded; a value that no longer decodes is skipped.
-    pub fn header_map(&self) -> HeaderMap {
-        let mut map = HeaderMap::new();
-        for (name, value) in &self.headers {
-            let Ok(name) = HeaderName::from_bytes(name.as_bytes()) else {
-                continue;
-            };
-            let value = match value {
-                HeaderText::Text(s) => HeaderValue::from_str(s).ok(),
-                HeaderText::Bytes { base64 } => base64::engine::general_purpose::STANDARD
-                    .decode(base64)
-                    .ok()
-                    .and_then(|b| HeaderValue::from_bytes(&b).ok()),
-            };
-            if let Some(value) = value {
-                map.append(name, value);
-            }
-        }
-        map
-    }
-
-    fn request_parts(&self) -> Result<http::request::Parts, String> {
-        let request = http::Request::builder()
-            .method(self.method.as_str())
-            .uri(self.uri.as_str())
-            .body(())
-            .map_err(|e| format!("the stored request is invalid: {e}"))?;
-        let (mut parts, ()) = request.into_parts();
-        parts.headers = self.header_map();
-        Ok(parts)
-    }
-
-    /// Seconds since the sender signed it, or since hookgate received it when
-    /// the scheme signs no time.
-    pub fn age_secs(&self) -> f64 {
-        let now = now_ms() as f64 / 1000.0;
-        match self.signed_at {
-            Some(t) => now - t as f64,
-            None => now - self.received_ms as f64 / 1000.0,
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------
-// One attempt.
-
-/// How one attempt to hand an envelope to the app went.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Attempt {
-    /// The app answered 2xx.
-    Delivered,
-    /// Never worth retrying: a 4xx other than 429 (or a request that can no
-    /// longer be rebuilt).
-    Refused(String),
-    /// Worth retrying: 5xx, 429, a timeout or an unreachable app.
-    Failed {
-        error: String,
-        retry_after: Option<Duration>,
-    },
-}
-
-/// Sends `envelope` to the app with the `X-Verified-*` stamp, counting the
-/// upstream metrics. Used by the workers and by `dlq replay`.
-pub async fn attempt(
-    forwarder: &Forwarder,
-    server: &config::Server,
-    metrics: &Metrics,
-    envelope: &Envelope,
-) -> Attempt {
-    let parts = match envelope.request_parts() {
-        Ok(parts) => parts,
-        Err(e) => return Attempt::Refused(e),
-    };
-    let stamp = Stamp {
-        event_id: &envelope.event_id,
-        source: &envelope.source,
-        event_type: envelope
-            .event_type
-            .as_deref()
-            .filter(|_| envelope.type_signed),
-    };
-    let started = Instant::now();
-    let sent = forwarder
-        .send(
-            server,
-            &parts,
-            envelope.body.clone(),
-            envelope.peer,
-            Mark::Verified(stamp),
-        )
-        .await;
-    let elapsed = started.elapsed().as_secs_f64();
-    match sent {
-        Ok(response) => {
-            let status = response.status();
-            let class = crate::metrics::status_class(status);
-            metrics.upstream_response(&envelope.source, class, elapsed);
-            classify(status, response.headers())
-        }
-        Err(e) => {
-            metrics.upstream_response(&envelope.source, "error", elapsed);
-            Attempt::Failed {
-                error: e.to_string(),
-                retry_after: None,
-            }
-        }
-    }
-}
-
-fn classify(status: StatusCode, headers: &HeaderMap) -> Attempt {
-    let described = format!("app answered {status}");
-    if status.is_success() {
-        Attempt::Delivered
-    } else if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
-        Attempt::Failed {
-            error: described,
-            retry_after: retry_after(headers, SystemTime::now()),
-        }
-    } else {
-        // 4xx, and the odd 1xx/3xx an app should not send: retrying the
-        // same bytes would get the same answer.
-        Attempt::Refused(described)
-    }
-}
-
-/// `Retry-After` as a delay: delta-seconds or an IMF-fixdate, at most
-/// [`MAX_RETRY_AFTER`].
-pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
-    let value = headers
-        .get(http::header::RETRY_AFTER)?
-        .to_str()
-        .ok()?
-        .trim();
-    let delay = if let Ok(secs) = value.parse::<u64>() {
-        Duration::from_secs(secs)
-    } else {
-        let at = crate::time::parse_http_date(value.as_bytes())?;
-        let now = now.duration_since(UNIX_EPOCH).ok()?.as_secs() as i64;
-        Duration::from_secs(u64::try_from(at - now).unwrap_or(0))
-    };
-    Some(delay.min(MAX_RETRY_AFTER))
-}
 
 /// The delay before retry number `attempts` (1-based), jittered ±20 %, or
 /// `None` when the schedule has run out.
@@ -703,39 +379,30 @@ impl Job {
             }
         };
         let runtime = self.state.runtime();
-        let store = &self.state.store;
+        let steps = Steps {
+            config: &runtime.config,
+            store: &self.state.store,
+            forwarder: &self.state.forwarder,
+            metrics: &self.state.metrics,
+        };
         let metrics = &self.state.metrics;
         let name = self.source.name.as_str();
-
-        // The version gate, held for the whole attempt.
         let gate = envelope.gate();
+        let event = envelope.event(gate.as_ref());
+
+        // The version gate, with the resource's lease held for the whole attempt.
         let lock = match &gate {
             None => None,
-            Some(gate) => {
-                let key = gate.lock_key(&self.prefix, name);
-                let token = crate::store::lease_token();
-                let lease = keys::lease(runtime.config.server.upstream_timeout);
-                match store.claim(&key, &token, lease).await {
-                    Ok(Claim::Fresh) => Some((key, token)),
-                    Ok(_) => {
-                        // Another event of this resource is being delivered.
-                        self.park(&id, &envelope, ORDER_WAIT).await;
-                        return;
-                    }
-                    Err(e) => {
-                        metrics.store_errors.inc();
-                        tracing::warn!(source = %name, event_id = %envelope.event_id, error = %e, "version lock failed; retrying shortly");
-                        self.park(&id, &envelope, ORDER_WAIT).await;
-                        return;
-                    }
+            Some(g) => match steps.gate(&event, g, &store::lease_token(), true).await {
+                Ok(Gated::Newer(lock)) => lock,
+                Ok(Gated::Busy) | Err(_) => {
+                    // Another event of this resource is being delivered (or
+                    // the store is away): try again shortly, not counted.
+                    self.park(&id, &envelope, ORDER_WAIT).await;
+                    return;
                 }
-            }
-        };
-        if let Some(gate) = &gate {
-            match gate.check(store, &self.prefix, name).await {
-                Ok(Check::Newer) => {}
-                Ok(check) => {
-                    let result = if check == Check::Stale {
+                Ok(settled) => {
+                    let result = if matches!(settled, Gated::Stale) {
                         "stale_version"
                     } else {
                         "duplicate"
@@ -743,57 +410,51 @@ impl Job {
                     metrics.delivery(name, result);
                     tracing::info!(source = %name, event_id = %envelope.event_id, event_type = envelope.event_type.as_deref(), result, "queued event not delivered: the app has this version or a newer one");
                     self.settle(&id).await;
-                    self.unlock(lock).await;
                     return;
                 }
-                Err(e) => {
-                    metrics.store_errors.inc();
-                    tracing::warn!(source = %name, event_id = %envelope.event_id, error = %e, "version check failed; retrying shortly");
-                    self.park(&id, &envelope, ORDER_WAIT).await;
-                    self.unlock(lock).await;
-                    return;
-                }
-            }
-        }
+            },
+        };
 
-        let outcome = attempt(
-            &self.state.forwarder,
-            &runtime.config.server,
-            metrics,
-            &envelope,
-        )
-        .await;
-        envelope.attempts = envelope.attempts.saturating_add(1);
-        envelope.last_attempt_ms = Some(now_ms());
-        match outcome {
+        let attempt = match envelope.request_parts() {
+            Ok(parts) => {
+                steps
+                    .attempt(&event, &parts, envelope.body.clone(), envelope.peer)
+                    .await
+                    .attempt
+            }
+            Err(e) => Attempt::Refused(e),
+        };
+        let attempts = envelope.attempts.saturating_add(1);
+        match attempt {
             Attempt::Delivered => {
-                if let Some(gate) = &gate
-                    && let Err(e) = gate.advance(store, &self.prefix, name).await
-                {
-                    metrics.store_errors.inc();
-                    tracing::warn!(source = %name, event_id = %envelope.event_id, error = %e, "version advance failed");
-                }
+                steps.delivered(&event, lock).await;
                 self.settle(&id).await;
                 metrics.delivery(name, "delivered");
                 metrics.completion(name, envelope.age_secs());
-                tracing::info!(source = %name, event_id = %envelope.event_id, event_type = envelope.event_type.as_deref(), attempts = envelope.attempts, result = "delivered", "queued event delivered");
+                tracing::info!(source = %name, event_id = %envelope.event_id, event_type = envelope.event_type.as_deref(), attempts, result = "delivered", "queued event delivered");
             }
             Attempt::Refused(error) => {
-                tracing::warn!(source = %name, event_id = %envelope.event_id, event_type = envelope.event_type.as_deref(), attempts = envelope.attempts, error = %error, result = "dropped", "the app refused a queued event; not retried, kept as a dead letter");
+                steps.release(&event, lock).await;
+                tracing::warn!(source = %name, event_id = %envelope.event_id, event_type = envelope.event_type.as_deref(), attempts, error = %error, result = "dropped", "the app refused a queued event; not retried, kept as a dead letter");
+                envelope.attempts = attempts;
+                envelope.last_attempt_ms = Some(now_ms());
                 envelope.last_error = Some(error);
                 metrics.delivery(name, "dropped");
                 self.bury(&id, &mut envelope).await;
             }
             Attempt::Failed { error, retry_after } => {
-                match next_delay(&self.source.retry_schedule, envelope.attempts, retry_after) {
+                steps.release(&event, lock).await;
+                envelope.attempts = attempts;
+                envelope.last_attempt_ms = Some(now_ms());
+                match next_delay(&self.source.retry_schedule, attempts, retry_after) {
                     Some(delay) => {
-                        tracing::info!(source = %name, event_id = %envelope.event_id, event_type = envelope.event_type.as_deref(), attempts = envelope.attempts, error = %error, retry_in_ms = delay.as_millis() as u64, result = "retry", "queued event not delivered; will retry");
+                        tracing::info!(source = %name, event_id = %envelope.event_id, event_type = envelope.event_type.as_deref(), attempts, error = %error, retry_in_ms = delay.as_millis() as u64, result = "retry", "queued event not delivered; will retry");
                         envelope.last_error = Some(error);
                         metrics.delivery(name, "retry");
                         self.park(&id, &envelope, delay).await;
                     }
                     None => {
-                        tracing::warn!(source = %name, event_id = %envelope.event_id, event_type = envelope.event_type.as_deref(), attempts = envelope.attempts, error = %error, result = "dead_lettered", "retry schedule exhausted; moved to the dead-letter stream");
+                        tracing::warn!(source = %name, event_id = %envelope.event_id, event_type = envelope.event_type.as_deref(), attempts, error = %error, result = "dead_lettered", "retry schedule exhausted; moved to the dead-letter stream");
                         envelope.last_error = Some(error);
                         metrics.delivery(name, "dead_lettered");
                         self.bury(&id, &mut envelope).await;
@@ -801,7 +462,6 @@ impl Job {
                 }
             }
         }
-        self.unlock(lock).await;
     }
 
     /// Removes the entry from the stream (and the group's pending list).
@@ -858,15 +518,6 @@ impl Job {
             }
         }
     }
-
-    async fn unlock(&self, lock: Option<(String, String)>) {
-        if let Some((key, token)) = lock
-            && let Err(e) = self.state.store.release(&key, &token).await
-        {
-            self.state.metrics.store_errors.inc();
-            tracing::warn!(source = %self.source.name, error = %e, "version lock release failed; it expires with its lease");
-        }
-    }
 }
 
 /// Refreshes `hookgate_queue_depth{source}` (stream length plus waiting
@@ -908,37 +559,6 @@ pub async fn refresh_depths(state: Arc<State>, every: Duration, shutdown: Cancel
 mod tests {
     use super::*;
 
-    fn envelope(body: &[u8]) -> Envelope {
-        let mut e: Envelope = serde_json::from_value(serde_json::json!({
-            "token": "t",
-            "source": "s",
-            "event_id": "evt_1",
-            "delivery": "queue",
-            "method": "POST",
-            "uri": "/hooks/s?x=1",
-            "headers": [["content-type", "application/json"], ["x-odd", {"base64": "/w=="}]],
-            "received_ms": 1,
-        }))
-        .expect("envelope");
-        e.body = Bytes::copy_from_slice(body);
-        e
-    }
-
-    #[test]
-    fn envelopes_keep_binary_bodies_and_odd_headers() {
-        let body = b"\x00\xff\n{\"a\":1}\n\r\n";
-        let e = envelope(body);
-        let back = Envelope::decode(&e.encode()).expect("decode");
-        assert_eq!(back, e);
-        assert_eq!(&back.body[..], body);
-        let headers = back.header_map();
-        assert_eq!(
-            headers.get("x-odd").map(|v| v.as_bytes()),
-            Some(&b"\xff"[..])
-        );
-        assert!(Envelope::decode(b"no newline").is_err());
-    }
-
     #[test]
     fn schedule_runs_out() {
         let s = [Duration::from_secs(10), Duration::from_secs(60)];
@@ -959,51 +579,6 @@ mod tests {
             Some(Duration::from_secs(3))
         );
         assert_eq!(next_delay(&s, 3, Some(Duration::from_secs(3))), None);
-    }
-
-    #[test]
-    fn statuses_are_classified() {
-        let h = HeaderMap::new();
-        assert_eq!(classify(StatusCode::OK, &h), Attempt::Delivered);
-        assert_eq!(classify(StatusCode::NO_CONTENT, &h), Attempt::Delivered);
-        assert!(matches!(
-            classify(StatusCode::BAD_REQUEST, &h),
-            Attempt::Refused(_)
-        ));
-        assert!(matches!(
-            classify(StatusCode::GONE, &h),
-            Attempt::Refused(_)
-        ));
-        assert!(matches!(
-            classify(StatusCode::TOO_MANY_REQUESTS, &h),
-            Attempt::Failed { .. }
-        ));
-        assert!(matches!(
-            classify(StatusCode::BAD_GATEWAY, &h),
-            Attempt::Failed { .. }
-        ));
-    }
-
-    #[test]
-    fn retry_after_forms() {
-        let now = UNIX_EPOCH + Duration::from_secs(784_111_777); // Sun, 06 Nov 1994 08:49:37 GMT
-        let mut h = HeaderMap::new();
-        h.insert("retry-after", HeaderValue::from_static("120"));
-        assert_eq!(retry_after(&h, now), Some(Duration::from_secs(120)));
-        h.insert(
-            "retry-after",
-            HeaderValue::from_static("Sun, 06 Nov 1994 08:50:37 GMT"),
-        );
-        assert_eq!(retry_after(&h, now), Some(Duration::from_secs(60)));
-        h.insert(
-            "retry-after",
-            HeaderValue::from_static("Sun, 06 Nov 1994 08:00:00 GMT"),
-        );
-        assert_eq!(retry_after(&h, now), Some(Duration::ZERO));
-        h.insert("retry-after", HeaderValue::from_static("99999999"));
-        assert_eq!(retry_after(&h, now), Some(MAX_RETRY_AFTER));
-        h.insert("retry-after", HeaderValue::from_static("soon"));
-        assert_eq!(retry_after(&h, now), None);
     }
 
     #[test]

@@ -243,3 +243,77 @@ async fn without_a_token_the_admin_dlq_is_off_and_the_memory_store_keeps_none() 
     assert_eq!(code, 1);
     assert!(err.contains("need a redis"), "{err}");
 }
+
+/// Two versions of one resource replayed at once: the replay path takes the
+/// resource's lease like every other delivery, so while one version is at
+/// the app the other is answered `in_flight`, and the app never gets the
+/// lower version after the higher one.
+#[tokio::test]
+async fn two_versions_of_one_resource_replayed_at_once_never_race() {
+    let redis = RedisServer::start();
+    let app = App::start().await;
+    let ordering = "[source.ordering]\nresource = \"/object/id\"\nversion = \"/object/version\"\n";
+    let gate = Gate::start(&config(&app, &redis.url(), &source("fw", ordering))).await;
+    let bearer = format!("Bearer {ADMIN_TOKEN}");
+    let auth = [("authorization", bearer.as_str())];
+    let body = |id: &str, version: u32| {
+        json!({"id": id, "object": {"id": "cus_race", "version": version}}).to_string()
+    };
+
+    app.answer_with(500);
+    for (id, version) in [("r1", 1), ("r2", 2)] {
+        for _ in 0..3 {
+            assert_eq!(gate.send("fw", id, &body(id, version)).await.status, 500);
+        }
+    }
+    let list = request(gate.admin, "GET", "/dlq?source=fw", &auth, Bytes::new()).await;
+    let entries = list.json()["entries"].clone();
+    let id_of = |event: &str| -> String {
+        entries
+            .as_array()
+            .and_then(|all| all.iter().find(|e| e["event_id"] == event))
+            .and_then(|e| e["id"].as_str())
+            .unwrap_or_else(|| panic!("no dead letter for {event}: {entries}"))
+            .to_owned()
+    };
+    let (dead1, dead2) = (id_of("r1"), id_of("r2"));
+    let before = app.seen().len();
+
+    app.answer_with(200);
+    app.hold();
+    let replay = |id: String| {
+        let admin = gate.admin;
+        let bearer = bearer.clone();
+        tokio::spawn(async move {
+            let auth = [("authorization", bearer.as_str())];
+            let body = Bytes::from(json!({"id": id}).to_string());
+            request(admin, "POST", "/dlq/replay", &auth, body)
+                .await
+                .json()["results"][0]["result"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+    };
+    let mut second = replay(dead2);
+    let mut first = replay(dead1);
+    app.arrived(before + 1).await;
+    // Whichever got there first holds the resource: the other is refused.
+    let refused = tokio::select! {
+        r = &mut second => (r.expect("replay task"), first),
+        r = &mut first => (r.expect("replay task"), second),
+    };
+    assert_eq!(refused.0, "in_flight");
+    app.release();
+    assert_eq!(refused.1.await.expect("replay task"), "delivered");
+
+    // One version reached the app during the replays; the order holds.
+    let versions: Vec<String> = app
+        .seen()
+        .iter()
+        .skip(before)
+        .filter_map(|s| s.header("x-verified-event-id"))
+        .collect();
+    assert_eq!(versions.len(), 1, "{versions:?}");
+    gate.stop().await;
+}

@@ -1,0 +1,278 @@
+//! The envelope: a verified request as hookgate keeps it for later delivery
+//! (the queue) or for an operator (the dead-letter stream), and what
+//! hookgate knows about it.
+
+use std::net::IpAddr;
+
+use base64::Engine as _;
+use bytes::Bytes;
+use http::{HeaderMap, HeaderName, HeaderValue};
+use serde::{Deserialize, Serialize};
+
+use crate::config::{Delivery, Source};
+use crate::delivery::Event;
+use crate::forward;
+use crate::ordering::Gate;
+use crate::time::now_ms;
+
+/// A header value as stored: text when it is UTF-8, base64 otherwise.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum HeaderText {
+    Text(String),
+    Bytes { base64: String },
+}
+
+/// A verified request as hookgate keeps it for later delivery: the raw
+/// request (method, path and query, end-to-end headers, body bytes) and what
+/// hookgate knows about it. Stored as one value: the metadata as a JSON line,
+/// a newline, then the body bytes untouched (JSON escapes every newline in
+/// the metadata, so the first one ends it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Envelope {
+    /// Unique per envelope, so two copies of one event stay distinct members.
+    pub token: String,
+    pub source: String,
+    /// As stamped (`key_safe_id`).
+    pub event_id: String,
+    #[serde(default)]
+    pub event_type: Option<String>,
+    /// What the event's nonce is keyed by, when not `event_id` (an unsigned
+    /// id: the body's digest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nonce_id: Option<String>,
+    /// Whether the signature covers `event_type`, so it may be stamped.
+    #[serde(default = "signed_by_default")]
+    pub type_signed: bool,
+    /// `"forward"` or `"queue"`: how the event came in.
+    pub delivery: String,
+    pub method: String,
+    /// Path and query.
+    pub uri: String,
+    pub headers: Vec<(String, HeaderText)>,
+    #[serde(default)]
+    pub peer: Option<IpAddr>,
+    /// The sender's signed timestamp (unix seconds), when the scheme signs one.
+    #[serde(default)]
+    pub signed_at: Option<i64>,
+    /// When hookgate received it (unix ms).
+    pub received_ms: i64,
+    /// Delivery attempts made so far.
+    #[serde(default)]
+    pub attempts: u32,
+    #[serde(default)]
+    pub last_error: Option<String>,
+    #[serde(default)]
+    pub last_attempt_ms: Option<i64>,
+    /// When it became a dead letter (unix ms).
+    #[serde(default)]
+    pub dead_ms: Option<i64>,
+    /// The version gate's resource and version, when the source has one.
+    #[serde(default)]
+    pub resource: Option<String>,
+    #[serde(default)]
+    pub version: Option<String>,
+    #[serde(skip)]
+    pub body: Bytes,
+}
+
+fn signed_by_default() -> bool {
+    true
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    #[error("no metadata line")]
+    NoMetadata,
+    #[error("metadata is not valid: {0}")]
+    Metadata(String),
+}
+
+/// What hookgate vouches for about a request it keeps.
+pub struct Received<'a> {
+    pub source: &'a Source,
+    pub event_id: &'a str,
+    /// What its nonce is keyed by.
+    pub nonce_id: &'a str,
+    pub event_type: Option<&'a str>,
+    pub signed_at: Option<i64>,
+    pub peer: Option<IpAddr>,
+    pub gate: Option<&'a Gate>,
+}
+
+impl Envelope {
+    /// Captures a verified request. Hop-by-hop headers are left out, and
+    /// spoofable ones ([`forward::strip_spoofable`]) were removed when it arrived.
+    pub fn new(parts: &http::request::Parts, body: Bytes, r: Received<'_>) -> Envelope {
+        let mut headers = parts.headers.clone();
+        forward::strip_hop_by_hop(&mut headers);
+        let headers = headers
+            .iter()
+            .map(|(name, value)| {
+                let text = match value.to_str() {
+                    Ok(s) => HeaderText::Text(s.to_owned()),
+                    Err(_) => HeaderText::Bytes {
+                        base64: base64::engine::general_purpose::STANDARD.encode(value.as_bytes()),
+                    },
+                };
+                (name.as_str().to_owned(), text)
+            })
+            .collect();
+        Envelope {
+            token: crate::store::lease_token(),
+            source: r.source.name.clone(),
+            event_id: r.event_id.to_owned(),
+            event_type: r.event_type.map(str::to_owned),
+            nonce_id: (r.nonce_id != r.event_id).then(|| r.nonce_id.to_owned()),
+            type_signed: r.source.scheme.signs_event_type(),
+            delivery: match r.source.delivery {
+                Delivery::Forward => "forward",
+                Delivery::Queue => "queue",
+            }
+            .to_owned(),
+            method: parts.method.as_str().to_owned(),
+            uri: parts
+                .uri
+                .path_and_query()
+                .map(|pq| pq.as_str().to_owned())
+                .unwrap_or_else(|| "/".to_owned()),
+            headers,
+            peer: r.peer,
+            signed_at: r.signed_at,
+            received_ms: now_ms(),
+            attempts: 0,
+            last_error: None,
+            last_attempt_ms: None,
+            dead_ms: None,
+            resource: r.gate.map(|g| g.resource.clone()),
+            version: r.gate.map(|g| g.version.to_string()),
+            body,
+        }
+    }
+
+    /// What the event's nonce is keyed by.
+    pub fn nonce_id(&self) -> &str {
+        self.nonce_id.as_deref().unwrap_or(&self.event_id)
+    }
+
+    /// The event as the delivery steps see it, with its version gate.
+    pub fn event<'a>(&'a self, gate: Option<&'a Gate>) -> Event<'a> {
+        Event {
+            source: &self.source,
+            event_id: &self.event_id,
+            nonce_id: self.nonce_id(),
+            event_type: self.event_type.as_deref(),
+            type_signed: self.type_signed,
+            gate,
+        }
+    }
+
+    /// The stored form: JSON metadata, `\n`, body bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        // Serializing plain strings and numbers cannot fail.
+        let meta = serde_json::to_vec(self).unwrap_or_default();
+        let mut out = Vec::with_capacity(meta.len() + 1 + self.body.len());
+        out.extend_from_slice(&meta);
+        out.push(b'\n');
+        out.extend_from_slice(&self.body);
+        out
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Envelope, DecodeError> {
+        let split = bytes
+            .iter()
+            .position(|b| *b == b'\n')
+            .ok_or(DecodeError::NoMetadata)?;
+        let mut envelope: Envelope = serde_json::from_slice(&bytes[..split])
+            .map_err(|e| DecodeError::Metadata(e.to_string()))?;
+        envelope.body = Bytes::copy_from_slice(&bytes[split + 1..]);
+        Ok(envelope)
+    }
+
+    /// The version gate position, when the source had one.
+    pub fn gate(&self) -> Option<Gate> {
+        Some(Gate {
+            resource: self.resource.clone()?,
+            version: self.version.as_deref()?.parse().ok()?,
+        })
+    }
+
+    /// The stored headers, decoded; a value that no longer decodes is skipped.
+    pub fn header_map(&self) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in &self.headers {
+            let Ok(name) = HeaderName::from_bytes(name.as_bytes()) else {
+                continue;
+            };
+            let value = match value {
+                HeaderText::Text(s) => HeaderValue::from_str(s).ok(),
+                HeaderText::Bytes { base64 } => base64::engine::general_purpose::STANDARD
+                    .decode(base64)
+                    .ok()
+                    .and_then(|b| HeaderValue::from_bytes(&b).ok()),
+            };
+            if let Some(value) = value {
+                map.append(name, value);
+            }
+        }
+        map
+    }
+
+    /// The stored request's method, target and headers, ready to send again.
+    pub fn request_parts(&self) -> Result<http::request::Parts, String> {
+        let request = http::Request::builder()
+            .method(self.method.as_str())
+            .uri(self.uri.as_str())
+            .body(())
+            .map_err(|e| format!("the stored request is invalid: {e}"))?;
+        let (mut parts, ()) = request.into_parts();
+        parts.headers = self.header_map();
+        Ok(parts)
+    }
+
+    /// Seconds since the sender signed it, or since hookgate received it when
+    /// the scheme signs no time.
+    pub fn age_secs(&self) -> f64 {
+        let now = now_ms() as f64 / 1000.0;
+        match self.signed_at {
+            Some(t) => now - t as f64,
+            None => now - self.received_ms as f64 / 1000.0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn envelope(body: &[u8]) -> Envelope {
+        let mut e: Envelope = serde_json::from_value(serde_json::json!({
+            "token": "t",
+            "source": "s",
+            "event_id": "evt_1",
+            "delivery": "queue",
+            "method": "POST",
+            "uri": "/hooks/s?x=1",
+            "headers": [["content-type", "application/json"], ["x-odd", {"base64": "/w=="}]],
+            "received_ms": 1,
+        }))
+        .expect("envelope");
+        e.body = Bytes::copy_from_slice(body);
+        e
+    }
+
+    #[test]
+    fn envelopes_keep_binary_bodies_and_odd_headers() {
+        let body = b"\x00\xff\n{\"a\":1}\n\r\n";
+        let e = envelope(body);
+        let back = Envelope::decode(&e.encode()).expect("decode");
+        assert_eq!(back, e);
+        assert_eq!(&back.body[..], body);
+        let headers = back.header_map();
+        assert_eq!(
+            headers.get("x-odd").map(|v| v.as_bytes()),
+            Some(&b"\xff"[..])
+        );
+        assert!(Envelope::decode(b"no newline").is_err());
+    }
+}
