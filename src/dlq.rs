@@ -47,7 +47,7 @@ use crate::metrics::Metrics;
 use crate::ordering::Check;
 use crate::pipeline::nonce_key;
 use crate::queue::{self, Attempt, Envelope};
-use crate::store::redis::RedisStore;
+use crate::store::redis::{Operation, RedisStore};
 use crate::store::{self, Claim, Store};
 
 /// Consecutive failures of one event id in forward mode that make a dead letter.
@@ -152,7 +152,7 @@ pub async fn add(
         .arg("*")
         .arg("e")
         .arg(envelope.encode());
-    redis.query(&cmd).await
+    redis.write(Operation::DeadLetter, &cmd).await
 }
 
 /// Number of dead letters.

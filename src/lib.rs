@@ -173,9 +173,26 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
 /// Opens the store `[store]` asks for. Redis connects lazily: hookgate starts
 /// (and answers 503) even while Redis is still coming up. Call inside a Tokio runtime.
 pub fn open_store(config: &config::Store) -> Result<store::Store, store::Error> {
-    match &config.kind {
-        config::StoreKind::Memory => Ok(store::Store::memory(config.memory_max_entries)),
-        config::StoreKind::Redis { url } => store::Store::redis(url),
-        config::StoreKind::RedisCluster { urls } => store::Store::redis_cluster(urls),
-    }
+    let store = match &config.kind {
+        config::StoreKind::Memory => store::Store::memory(config.memory_max_entries),
+        config::StoreKind::Redis { url } => store::Store::redis(url)?,
+        config::StoreKind::RedisCluster { urls } => store::Store::redis_cluster(urls)?,
+        config::StoreKind::RedisSentinel(sentinel) => {
+            let text = |s: &Option<config::secret::Secret>| {
+                s.as_ref()
+                    .map(|s| String::from_utf8_lossy(s.expose()).into_owned())
+            };
+            let (username, password) = (text(&sentinel.username), text(&sentinel.password));
+            store::Store::redis_sentinel(
+                &sentinel.sentinels,
+                &sentinel.master,
+                username.as_deref(),
+                password.as_deref(),
+            )?
+        }
+    };
+    store.with_replication(store::Replication {
+        replicas: config.min_replicas,
+        timeout: config.replica_timeout,
+    })
 }
