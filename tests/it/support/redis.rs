@@ -29,6 +29,8 @@ pub struct RedisServer {
     /// Append-only file with `appendfsync always`: a restart keeps every
     /// write the server acknowledged, as a production store would.
     persistent: bool,
+    /// Extra command-line settings (`--replicaof`, `--masterauth`, …).
+    args: Vec<String>,
     child: Option<Child>,
     dir: TempDir,
 }
@@ -50,7 +52,27 @@ impl RedisServer {
         RedisServer::start_inner(None, false, true)
     }
 
+    /// Starts a standalone server with extra settings, e.g. `--replicaof`.
+    pub fn start_with_args(password: Option<&str>, args: &[String]) -> RedisServer {
+        RedisServer::start_args(password.map(str::to_owned), false, false, args)
+    }
+
+    /// Starts a replica of the server on `primary_port` (with `password`
+    /// both required and used towards the primary when given).
+    pub fn start_replica_of(primary_port: u16, password: Option<&str>) -> RedisServer {
+        RedisServer::start_with_args(password, &replica_args(primary_port, password))
+    }
+
     fn start_inner(password: Option<String>, cluster: bool, persistent: bool) -> RedisServer {
+        RedisServer::start_args(password, cluster, persistent, &[])
+    }
+
+    fn start_args(
+        password: Option<String>,
+        cluster: bool,
+        persistent: bool,
+        args: &[String],
+    ) -> RedisServer {
         let mut last_failure = String::new();
         for _ in 0..START_ATTEMPTS {
             let mut server = RedisServer {
@@ -58,6 +80,7 @@ impl RedisServer {
                 bus_port: cluster.then(free_port),
                 password: password.clone(),
                 persistent,
+                args: args.to_vec(),
                 child: None,
                 dir: TempDir::new("redis"),
             };
@@ -102,6 +125,48 @@ impl RedisServer {
                 "redis-server did not restart on port {}: {failure}",
                 self.port
             );
+        }
+    }
+
+    /// Starts the server again on the same port with other extra settings
+    /// (an old primary coming back as a replica: [`replica_args`]).
+    pub fn restart_with_args(&mut self, args: &[String]) {
+        self.args = args.to_vec();
+        self.restart();
+    }
+
+    /// Waits (bounded) until `n` replicas are online (`INFO replication`).
+    pub fn wait_replicas(&self, n: usize) {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            let mut conn = self.client();
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query(&mut conn)
+                .unwrap_or_default();
+            let online = info
+                .lines()
+                .filter(|l| l.starts_with("slave") && l.contains("state=online"))
+                .count();
+            if online >= n {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{online} of {n} replicas online within {READY_TIMEOUT:?}: {info}"
+            );
+            sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// `ROLE`'s first element: `master` or `slave`.
+    pub fn role(&self) -> String {
+        let mut conn = self.client();
+        let role: Vec<redis::Value> = redis::cmd("ROLE").query(&mut conn).expect("ROLE");
+        match role.first() {
+            Some(redis::Value::BulkString(b)) => String::from_utf8_lossy(b).into_owned(),
+            Some(redis::Value::SimpleString(s)) => s.clone(),
+            other => panic!("unexpected ROLE reply {other:?}"),
         }
     }
 
@@ -161,6 +226,7 @@ impl RedisServer {
         if let Some(password) = &self.password {
             command.args(["--requirepass", password]);
         }
+        command.args(&self.args);
         if let Some(bus_port) = self.bus_port {
             command
                 .args(["--cluster-enabled", "yes"])
@@ -386,6 +452,19 @@ impl RedisCluster {
     }
 }
 
+/// The settings that make a server a replica of the one on `primary_port`.
+pub fn replica_args(primary_port: u16, password: Option<&str>) -> Vec<String> {
+    let mut args = vec![
+        "--replicaof".to_owned(),
+        "127.0.0.1".to_owned(),
+        primary_port.to_string(),
+    ];
+    if let Some(password) = password {
+        args.extend(["--masterauth".to_owned(), password.to_owned()]);
+    }
+    args
+}
+
 /// Runs `command` to completion within `limit`, panicking on failure or timeout.
 fn run_bounded(command: &mut Command, limit: Duration) {
     let dir = TempDir::new("cmd");
@@ -415,7 +494,7 @@ fn run_bounded(command: &mut Command, limit: Duration) {
 
 /// A port that was free a moment ago: bind port 0, read it, release it.
 /// Callers retry when something else takes it first.
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     for _ in 0..20 {
         if let Ok(listener) = TcpListener::bind("127.0.0.1:0")
             && let Ok(addr) = listener.local_addr()
@@ -428,10 +507,10 @@ fn free_port() -> u16 {
 }
 
 /// A directory removed on drop.
-struct TempDir(PathBuf);
+pub(crate) struct TempDir(PathBuf);
 
 impl TempDir {
-    fn new(what: &str) -> TempDir {
+    pub(crate) fn new(what: &str) -> TempDir {
         static COUNTER: AtomicUsize = AtomicUsize::new(0);
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let nanos = std::time::SystemTime::now()
@@ -446,7 +525,7 @@ impl TempDir {
         TempDir(path)
     }
 
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.0
     }
 }
