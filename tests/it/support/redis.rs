@@ -305,9 +305,20 @@ impl RedisCluster {
         RedisCluster::start_inner(masters, true)
     }
 
+    /// A cluster of `masters` masters with one replica each (nodes
+    /// `masters..2*masters`); a replica takes over its master's slots when
+    /// the master fails.
+    pub fn start_with_replicas(masters: usize) -> RedisCluster {
+        RedisCluster::start_nodes(masters, 1, false)
+    }
+
     fn start_inner(masters: usize, persistent: bool) -> RedisCluster {
+        RedisCluster::start_nodes(masters, 0, persistent)
+    }
+
+    fn start_nodes(masters: usize, replicas: usize, persistent: bool) -> RedisCluster {
         assert!(masters >= 3, "Redis Cluster needs at least 3 masters");
-        let nodes: Vec<RedisServer> = (0..masters)
+        let nodes: Vec<RedisServer> = (0..masters * (1 + replicas))
             .map(|_| RedisServer::start_inner(None, true, persistent))
             .collect();
         let mut create = Command::new("redis-cli");
@@ -316,7 +327,7 @@ impl RedisCluster {
             create.arg(format!("127.0.0.1:{}", node.port));
         }
         create
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
             .stdin(Stdio::null());
         run_bounded(&mut create, Duration::from_secs(60));
         let cluster = RedisCluster { nodes };
@@ -427,11 +438,29 @@ impl RedisCluster {
         out
     }
 
+    /// Whether node `index` is a master now (`ROLE`).
+    pub fn is_master(&self, index: usize) -> bool {
+        self.nodes[index].child.is_some() && self.nodes[index].role() == "master"
+    }
+
+    /// Waits until every running node reports `cluster_state:ok` with all
+    /// slots served (after a master died: once its replica took over).
+    pub fn wait_ok_without_dead_nodes(&self) {
+        self.wait_healthy(true);
+    }
+
     /// Waits until every node reports `cluster_state:ok` with all slots served.
     fn wait_ok(&self) {
+        self.wait_healthy(false);
+    }
+
+    fn wait_healthy(&self, skip_dead: bool) {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let healthy = self.nodes.iter().all(|node| {
+                if skip_dead && node.child.is_none() {
+                    return true;
+                }
                 let mut conn = node.client();
                 redis::cmd("CLUSTER")
                     .arg("INFO")
