@@ -85,13 +85,7 @@ async fn settle(app: &ChaosApp, sent: &[Sent]) {
 }
 
 /// Prints the `FAILOVER-RESULT` line; asserts 0 lost with `min_replicas`.
-fn report(
-    setup: Setup,
-    store: &str,
-    fault: &str,
-    report: &Report,
-    senders: &[&Arc<Sender>],
-) {
+fn report(setup: Setup, store: &str, fault: &str, report: &Report, senders: &[&Arc<Sender>]) {
     let times: Vec<Instant> = senders
         .iter()
         .flat_map(|s| s.unavailable.lock().expect("unavailable lock").clone())
@@ -249,38 +243,48 @@ async fn cluster_failover(setup: Setup) {
     );
 }
 
-macro_rules! scenario {
-    ($name:ident, sentinel, $fault:expr, queue = $queue:expr, min = $min:expr) => {
+/// `sentinel!(name, Kill | Pause, queue?, min_replicas)` and
+/// `cluster!(name, queue?, min_replicas)`: one scenario each.
+macro_rules! sentinel {
+    ($name:ident, $fault:ident, $queue:expr, $min:expr) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn $name() {
+            let (scenario, queue, min_replicas) = (stringify!($name), $queue, $min);
             let setup = Setup {
-                scenario: stringify!($name),
-                queue: $queue,
-                min_replicas: $min,
+                scenario,
+                queue,
+                min_replicas,
             };
-            sentinel_failover(setup, $fault).await;
-        }
-    };
-    ($name:ident, cluster, queue = $queue:expr, min = $min:expr) => {
-        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        async fn $name() {
-            let setup = Setup {
-                scenario: stringify!($name),
-                queue: $queue,
-                min_replicas: $min,
-            };
-            cluster_failover(setup).await;
+            sentinel_failover(setup, Fault::$fault).await;
         }
     };
 }
 
-scenario!(sentinel_kill_forward_min0, sentinel, Fault::Kill, queue = false, min = 0);
-scenario!(sentinel_kill_forward_min1, sentinel, Fault::Kill, queue = false, min = 1);
-scenario!(sentinel_kill_queue_min0, sentinel, Fault::Kill, queue = true, min = 0);
-scenario!(sentinel_kill_queue_min1, sentinel, Fault::Kill, queue = true, min = 1);
-scenario!(sentinel_pause_queue_min0, sentinel, Fault::Pause, queue = true, min = 0);
-scenario!(sentinel_pause_queue_min1, sentinel, Fault::Pause, queue = true, min = 1);
-scenario!(sentinel_pause_forward_min1, sentinel, Fault::Pause, queue = false, min = 1);
-scenario!(cluster_kill_forward_min0, cluster, queue = false, min = 0);
-scenario!(cluster_kill_forward_min1, cluster, queue = false, min = 1);
-scenario!(cluster_kill_queue_min1, cluster, queue = true, min = 1);
+macro_rules! cluster {
+    ($name:ident, $queue:expr, $min:expr) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $name() {
+            let (scenario, queue, min_replicas) = (stringify!($name), $queue, $min);
+            cluster_failover(Setup {
+                scenario,
+                queue,
+                min_replicas,
+            })
+            .await;
+        }
+    };
+}
+
+const QUEUE: bool = true;
+const FORWARD: bool = false;
+
+sentinel!(sentinel_kill_forward_min0, Kill, FORWARD, 0);
+sentinel!(sentinel_kill_forward_min1, Kill, FORWARD, 1);
+sentinel!(sentinel_kill_queue_min0, Kill, QUEUE, 0);
+sentinel!(sentinel_kill_queue_min1, Kill, QUEUE, 1);
+sentinel!(sentinel_pause_forward_min1, Pause, FORWARD, 1);
+sentinel!(sentinel_pause_queue_min0, Pause, QUEUE, 0);
+sentinel!(sentinel_pause_queue_min1, Pause, QUEUE, 1);
+cluster!(cluster_kill_forward_min0, FORWARD, 0);
+cluster!(cluster_kill_forward_min1, FORWARD, 1);
+cluster!(cluster_kill_queue_min1, QUEUE, 1);
