@@ -169,11 +169,32 @@ async fn sentinel_failover(setup: Setup, fault: Fault) {
         settle(&app, &sent).await;
     }
     let result = Report::new(setup.scenario, n, &sent, &resent, &app, &[&sender], started);
+    diagnose(&result, &gates);
     let fault = match fault {
         Fault::Kill => "primary SIGKILLed, restarted as a replica",
         Fault::Pause => "primary SIGSTOPped past down-after-milliseconds, resumed",
     };
     report(setup, "sentinel", fault, &result, &[&sender]);
+}
+
+/// When something was lost: hookgate's warnings, counted by message, to
+/// read beside the figures.
+fn diagnose(result: &Report, gates: &[Hookgate]) {
+    if result.lost == 0 {
+        return;
+    }
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for gate in gates {
+        for line in gate.log_lines() {
+            if line["level"] == "WARN" || line["level"] == "ERROR" {
+                let key = format!("{} | {}", line["message"], line["error"]);
+                *seen.entry(key).or_default() += 1;
+            }
+        }
+    }
+    for (message, count) in seen {
+        println!("FAILOVER-LOG {count} × {message}");
+    }
 }
 
 fn sleep_blocking(d: Duration) {
@@ -234,6 +255,7 @@ async fn cluster_failover(setup: Setup) {
         settle(&app, &sent).await;
     }
     let result = Report::new(setup.scenario, n, &sent, &resent, &app, &[&sender], started);
+    diagnose(&result, &gates);
     report(
         setup,
         "cluster",
