@@ -70,6 +70,10 @@ where
             }
             match tokio::time::timeout(READY_PING_TIMEOUT, state.store.ping()).await {
                 Ok(Ok(())) => text(StatusCode::OK, "ready\n"),
+                // A wrong master name is a config problem: say which.
+                Ok(Err(e @ crate::store::Error::NoSuchMaster(_))) => {
+                    text(StatusCode::SERVICE_UNAVAILABLE, &format!("{e}\n"))
+                }
                 Ok(Err(e)) => {
                     tracing::debug!(error = %e, "readiness: store ping failed");
                     text(StatusCode::SERVICE_UNAVAILABLE, "store unavailable\n")

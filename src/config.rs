@@ -199,6 +199,40 @@ pub enum StoreKind {
     Memory,
     Redis { url: String },
     RedisCluster { urls: Vec<String> },
+    RedisSentinel(Sentinel),
+}
+
+/// `kind = "redis-sentinel"`: whom to ask for the primary, and how to log in
+/// to the data nodes (primary and replicas) the sentinels name.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Sentinel {
+    /// `redis://[user:password@]host:port` of each sentinel; a sentinel's own
+    /// credentials, if it has any, go in its URL.
+    pub sentinels: Vec<String>,
+    /// The name the sentinels monitor the primary under.
+    pub master: String,
+    /// ACL user for the data nodes (`None`: the default user).
+    pub username: Option<Secret>,
+    /// Password for the data nodes (`requirepass` or the ACL user's).
+    pub password: Option<Secret>,
+}
+
+impl fmt::Debug for Sentinel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sentinel")
+            .field(
+                "sentinels",
+                &self
+                    .sentinels
+                    .iter()
+                    .map(|u| redact_url(u))
+                    .collect::<Vec<_>>(),
+            )
+            .field("master", &self.master)
+            .field("username", &self.username)
+            .field("password", &self.password)
+            .finish()
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -208,6 +242,14 @@ pub struct Store {
     pub key_prefix: String,
     /// Upper bound on entries the memory store holds (fail closed beyond it).
     pub memory_max_entries: usize,
+    /// Replicas that must acknowledge a write backing a promise (Redis
+    /// `WAIT`) before it counts; 0 = the primary's answer is enough.
+    pub min_replicas: u32,
+    /// How long such a write waits for those acknowledgements.
+    pub replica_timeout: Duration,
+    /// 1-based line of `store.master`, so `hookgate check` can point at it
+    /// when the sentinels know no such master.
+    pub master_line: Option<usize>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -452,6 +494,7 @@ impl fmt::Debug for StoreKind {
                     &urls.iter().map(|u| redact_url(u)).collect::<Vec<_>>(),
                 )
                 .finish(),
+            StoreKind::RedisSentinel(sentinel) => sentinel.fmt(f),
         }
     }
 }
@@ -469,6 +512,11 @@ const DEFAULT_ADMIN_LISTEN: SocketAddr =
 const DEFAULT_NONCE_TTL: Duration = Duration::from_secs(24 * 3600);
 const DEFAULT_KEY_PREFIX: &str = "hookgate";
 const DEFAULT_MEMORY_MAX_ENTRIES: usize = 1_000_000;
+const DEFAULT_REPLICA_TIMEOUT: Duration = Duration::from_millis(500);
+/// A sender waits for hookgate's answer; a longer `WAIT` would outlast it.
+const MAX_REPLICA_TIMEOUT: Duration = Duration::from_secs(10);
+/// More replicas than any deployment has: a typo, not a setting.
+const MAX_MIN_REPLICAS: i64 = 64;
 const DEFAULT_TOLERANCE: Duration = Duration::from_secs(300);
 const DEFAULT_SIGNED_PAYLOAD: &str = "{body}";
 /// DESIGN §6: `10s, 1m, 10m, 1h, 6h`.
@@ -988,6 +1036,7 @@ enum KindWord {
     Memory,
     Redis,
     Cluster,
+    Sentinel,
 }
 
 /// The validated store, plus what sources need to know even when the store
@@ -1010,11 +1059,13 @@ fn build_store(c: &mut Check<'_>, raw: Option<&Spanned<RawStore>>) -> StoreInfo 
             ("memory", KindWord::Memory),
             ("redis", KindWord::Redis),
             ("redis-cluster", KindWord::Cluster),
+            ("redis-sentinel", KindWord::Sentinel),
         ],
         Some(KindWord::Memory),
     );
     let url = r.and_then(|r| r.url.as_ref());
     let urls = r.and_then(|r| r.urls.as_ref());
+    let sentinel_keys_ok = kind == Some(KindWord::Sentinel) || refuse_sentinel_keys(c, r);
     let store_kind = match kind {
         Some(KindWord::Memory) => {
             if let Some(u) = url {
@@ -1085,6 +1136,7 @@ fn build_store(c: &mut Check<'_>, raw: Option<&Spanned<RawStore>>) -> StoreInfo 
             list.filter(|_| url.is_none())
                 .map(|urls| StoreKind::RedisCluster { urls })
         }
+        Some(KindWord::Sentinel) => sentinel(c, r, table.clone()),
         None => {
             // Still check what can be checked.
             if let Some(u) = url {
@@ -1107,12 +1159,32 @@ fn build_store(c: &mut Check<'_>, raw: Option<&Spanned<RawStore>>) -> StoreInfo 
         "store.memory_max_entries",
         DEFAULT_MEMORY_MAX_ENTRIES,
     );
-    let store = match (store_kind, nonce_ttl, key_prefix, memory_max_entries) {
-        (Some(kind), Some(nonce_ttl), Some(key_prefix), Some(memory_max_entries)) => Some(Store {
+    let (min_replicas, replica_timeout) = replication(c, r, kind);
+    let store = match (
+        store_kind.filter(|_| sentinel_keys_ok),
+        nonce_ttl,
+        key_prefix,
+        memory_max_entries,
+        min_replicas,
+        replica_timeout,
+    ) {
+        (
+            Some(kind),
+            Some(nonce_ttl),
+            Some(key_prefix),
+            Some(memory_max_entries),
+            Some(min_replicas),
+            Some(replica_timeout),
+        ) => Some(Store {
             kind,
             nonce_ttl,
             key_prefix,
             memory_max_entries,
+            min_replicas,
+            replica_timeout,
+            master_line: r
+                .and_then(|r| r.master.as_ref())
+                .map(|m| raw::line_of(c.src, m.span().start)),
         }),
         _ => None,
     };
@@ -1122,6 +1194,204 @@ fn build_store(c: &mut Check<'_>, raw: Option<&Spanned<RawStore>>) -> StoreInfo 
         nonce_ttl,
         nonce_ttl_span: ttl_value.map(|v| v.span()).or(table),
     }
+}
+
+/// `sentinels`, `master`, `username`, `password` on another kind than
+/// `redis-sentinel`: each is a problem. Returns whether there was none.
+fn refuse_sentinel_keys(c: &mut Check<'_>, r: Option<&RawStore>) -> bool {
+    let Some(r) = r else { return true };
+    let mut ok = true;
+    let hint = r#"only kind = "redis-sentinel" takes it"#;
+    if let Some(v) = &r.sentinels {
+        c.at(v, "store.sentinels", hint);
+        ok = false;
+    }
+    if let Some(v) = &r.master {
+        c.at(v, "store.master", hint);
+        ok = false;
+    }
+    let url_hint = r#"only kind = "redis-sentinel" takes it; for kind = "redis" or "redis-cluster" put the credentials in the URL (redis://user:password@host:port)"#;
+    if let Some(v) = &r.username {
+        c.at(v, "store.username", url_hint);
+        ok = false;
+    }
+    if let Some(v) = &r.password {
+        c.at(v, "store.password", url_hint);
+        ok = false;
+    }
+    ok
+}
+
+/// `kind = "redis-sentinel"`: `sentinels` (a non-empty list of URLs),
+/// `master` (a name), optional `username` / `password` secret entries.
+fn sentinel(
+    c: &mut Check<'_>,
+    r: Option<&RawStore>,
+    table: Option<Range<usize>>,
+) -> Option<StoreKind> {
+    let mut ok = true;
+    if let Some(r) = r {
+        if let Some(u) = &r.url {
+            c.at(
+                u,
+                "store.url",
+                r#"kind = "redis-sentinel" finds the primary through sentinels = [...], not url"#,
+            );
+            ok = false;
+        }
+        if let Some(u) = &r.urls {
+            c.at(
+                u,
+                "store.urls",
+                r#"kind = "redis-sentinel" takes sentinels = [...], not urls"#,
+            );
+            ok = false;
+        }
+    }
+    let sentinels = match r.and_then(|r| r.sentinels.as_ref()) {
+        None => {
+            if !c.poisoned.contains("store.sentinels") {
+                c.push(
+                    table.clone(),
+                    "store.sentinels",
+                    r#"kind = "redis-sentinel" needs sentinels = ["redis://sentinel:26379", …]"#,
+                );
+            }
+            None
+        }
+        Some(v) if v.get_ref().is_empty() => {
+            c.at(v, "store.sentinels", "is empty; list at least one sentinel");
+            None
+        }
+        Some(v) => {
+            let mut all = Some(Vec::new());
+            for (i, u) in v.get_ref().iter().enumerate() {
+                match redis_url(c, u, &format!("store.sentinels[{i}]")) {
+                    Some(u) => {
+                        if let Some(list) = all.as_mut() {
+                            list.push(u);
+                        }
+                    }
+                    None => all = None,
+                }
+            }
+            all
+        }
+    };
+    let master = match r.and_then(|r| r.master.as_ref()) {
+        None => {
+            if !c.poisoned.contains("store.master") {
+                c.push(
+                    table,
+                    "store.master",
+                    r#"kind = "redis-sentinel" needs master = "NAME", the name the sentinels monitor"#,
+                );
+            }
+            None
+        }
+        Some(v) => {
+            let name = v.get_ref();
+            if name.is_empty() || name.chars().any(|ch| ch.is_whitespace() || ch.is_control()) {
+                c.at(
+                    v,
+                    "store.master",
+                    "must be a non-empty name without spaces or control characters",
+                );
+                None
+            } else {
+                Some(name.clone())
+            }
+        }
+    };
+    let mut credential = |entry: Option<&Spanned<RawSecret>>, field: &str| match entry {
+        None => Some(None),
+        Some(entry) => {
+            let (secret, _) = resolve_secret(c, entry, field, &mut Vec::new())?;
+            if std::str::from_utf8(secret.expose()).is_err() {
+                c.at(entry, field, "must be UTF-8 text");
+                return None;
+            }
+            Some(Some(secret))
+        }
+    };
+    let username = credential(r.and_then(|r| r.username.as_ref()), "store.username");
+    let password = credential(r.and_then(|r| r.password.as_ref()), "store.password");
+    match (ok, sentinels, master, username, password) {
+        (true, Some(sentinels), Some(master), Some(username), Some(password)) => {
+            Some(StoreKind::RedisSentinel(Sentinel {
+                sentinels,
+                master,
+                username,
+                password,
+            }))
+        }
+        _ => None,
+    }
+}
+
+/// `min_replicas` (0 to [`MAX_MIN_REPLICAS`], refused above 0 on the memory
+/// store) and `replica_timeout` (at most [`MAX_REPLICA_TIMEOUT`]).
+fn replication(
+    c: &mut Check<'_>,
+    r: Option<&RawStore>,
+    kind: Option<KindWord>,
+) -> (Option<u32>, Option<Duration>) {
+    let min_value = r.and_then(|r| r.min_replicas.as_ref());
+    let min_replicas = match min_value {
+        None => Some(0),
+        Some(v) => match u32::try_from(*v.get_ref()) {
+            Ok(n) if i64::from(n) <= MAX_MIN_REPLICAS => {
+                if n > 0 && kind == Some(KindWord::Memory) {
+                    c.at(
+                        v,
+                        "store.min_replicas",
+                        "the memory store has no replicas to wait for; use a redis, redis-cluster or redis-sentinel store with replicas",
+                    );
+                    None
+                } else {
+                    Some(n)
+                }
+            }
+            _ => {
+                c.at(
+                    v,
+                    "store.min_replicas",
+                    format!(
+                        "must be a whole number from 0 to {MAX_MIN_REPLICAS} (got {})",
+                        v.get_ref()
+                    ),
+                );
+                None
+            }
+        },
+    };
+    let timeout_value = r.and_then(|r| r.replica_timeout.as_ref());
+    let mut replica_timeout = c.duration(
+        timeout_value,
+        "store.replica_timeout",
+        DEFAULT_REPLICA_TIMEOUT,
+    );
+    if let (Some(t), Some(v)) = (replica_timeout, timeout_value) {
+        if t > MAX_REPLICA_TIMEOUT {
+            c.at(
+                v,
+                "store.replica_timeout",
+                format!(
+                    "must be at most {}s: the sender is waiting for the answer",
+                    MAX_REPLICA_TIMEOUT.as_secs()
+                ),
+            );
+            replica_timeout = None;
+        } else if kind == Some(KindWord::Memory) {
+            c.at(
+                v,
+                "store.replica_timeout",
+                "the memory store has no replicas to wait for",
+            );
+            replica_timeout = None;
+        }
+    }
+    (min_replicas, replica_timeout)
 }
 
 /// A Redis URL; the message never quotes it (it may hold a password).
@@ -1630,7 +1900,7 @@ fn source_body(
         c.at(
             v,
             &delivery_field,
-            r#"delivery = "queue" needs a redis or redis-cluster store: the memory store loses its queue on restart, so a queued event would not be durable"#,
+            r#"delivery = "queue" needs a redis, redis-cluster or redis-sentinel store: the memory store loses its queue on restart, so a queued event would not be durable"#,
         );
     }
 

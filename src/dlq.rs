@@ -46,7 +46,7 @@ use crate::delivery::{Attempt, Claimed, Gated, Steps};
 use crate::envelope::Envelope;
 use crate::forward::Forwarder;
 use crate::metrics::Metrics;
-use crate::store::redis::RedisStore;
+use crate::store::redis::{Operation, RedisStore};
 use crate::store::{self, Store};
 
 /// Consecutive failures of one event id in forward mode that make a dead letter.
@@ -143,7 +143,7 @@ pub async fn add(
         .arg("*")
         .arg("e")
         .arg(envelope.encode());
-    redis.query(&cmd).await
+    redis.write(Operation::DeadLetter, &cmd).await
 }
 
 /// Number of dead letters.

@@ -185,13 +185,30 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
 pub fn open_store(config: &config::Config) -> Result<store::Store, store::Error> {
     let sources = config.sources.len();
     let config = &config.store;
-    match &config.kind {
+    let store = match &config.kind {
         config::StoreKind::Memory => {
             let max = config.memory_max_entries;
             let per_source = if sources > 1 { max / 2 } else { max };
-            Ok(store::Store::memory(max, per_source))
+            store::Store::memory(max, per_source)
         }
-        config::StoreKind::Redis { url } => store::Store::redis(url),
-        config::StoreKind::RedisCluster { urls } => store::Store::redis_cluster(urls),
-    }
+        config::StoreKind::Redis { url } => store::Store::redis(url)?,
+        config::StoreKind::RedisCluster { urls } => store::Store::redis_cluster(urls)?,
+        config::StoreKind::RedisSentinel(sentinel) => {
+            let text = |s: &Option<secret::Secret>| {
+                s.as_ref()
+                    .map(|s| String::from_utf8_lossy(s.expose()).into_owned())
+            };
+            let (username, password) = (text(&sentinel.username), text(&sentinel.password));
+            store::Store::redis_sentinel(
+                &sentinel.sentinels,
+                &sentinel.master,
+                username.as_deref(),
+                password.as_deref(),
+            )?
+        }
+    };
+    store.with_replication(store::Replication {
+        replicas: config.min_replicas,
+        timeout: config.replica_timeout,
+    })
 }

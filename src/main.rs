@@ -183,6 +183,11 @@ fn check(path: &Path) -> ExitCode {
                 eprintln!("{}: server.tls: {e}", path.display());
                 return ExitCode::FAILURE;
             }
+            if let hookgate::config::StoreKind::RedisSentinel(sentinel) = &config.store.kind
+                && !check_sentinels(path, sentinel, config.store.master_line)
+            {
+                return ExitCode::FAILURE;
+            }
             println!(
                 "{}: OK ({} source{}, {} store)",
                 path.display(),
@@ -192,6 +197,7 @@ fn check(path: &Path) -> ExitCode {
                     hookgate::config::StoreKind::Memory => "memory",
                     hookgate::config::StoreKind::Redis { .. } => "redis",
                     hookgate::config::StoreKind::RedisCluster { .. } => "redis-cluster",
+                    hookgate::config::StoreKind::RedisSentinel(_) => "redis-sentinel",
                 }
             );
             ExitCode::SUCCESS
@@ -199,6 +205,48 @@ fn check(path: &Path) -> ExitCode {
         Err(e) => {
             eprintln!("{}", e.display_in(path));
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// Asks the sentinels whether they monitor `master`: refused when some
+/// answer and none does; a warning when none answers (they may be starting,
+/// and `/readyz` reports it then).
+fn check_sentinels(
+    path: &Path,
+    sentinel: &hookgate::config::Sentinel,
+    master_line: Option<usize>,
+) -> bool {
+    use hookgate::store::redis::sentinel::{Probe, probe};
+    let probed = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime.block_on(probe(&sentinel.sentinels, &sentinel.master)),
+        Err(e) => {
+            eprintln!("hookgate: cannot start the async runtime: {e}");
+            return false;
+        }
+    };
+    let at = match master_line {
+        Some(line) => format!("{}:{line}", path.display()),
+        None => path.display().to_string(),
+    };
+    match probed {
+        Probe::Known => true,
+        Probe::Unknown => {
+            eprintln!(
+                "{at}: store.master: the sentinels answer, but none monitors a master named {:?}",
+                sentinel.master
+            );
+            false
+        }
+        Probe::Unreachable => {
+            eprintln!(
+                "{at}: store.sentinels: warning: no sentinel answered, so the master name {:?} is unchecked; /readyz stays 503 until they name a primary",
+                sentinel.master
+            );
+            true
         }
     }
 }

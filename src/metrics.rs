@@ -46,6 +46,12 @@ pub struct SourceResult {
     pub result: &'static str,
 }
 
+/// The write a `WAIT` followed: `enqueue`, `commit`, `version_advance`, `dead_letter`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OperationLabel {
+    pub operation: &'static str,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReloadResult {
     pub result: &'static str,
@@ -90,6 +96,10 @@ pub struct Metrics {
     /// Dead letters written, both delivery modes.
     pub dead_letters: Family<SourceLabel, Counter>,
     pub store_errors: Counter,
+    /// Writes that fewer than `min_replicas` replicas acknowledged within
+    /// `replica_timeout` (beyond DESIGN §7: each one is also a store error
+    /// the caller handled as a failed write).
+    pub replication_timeouts: Family<OperationLabel, Counter>,
     pub config_reloads: Family<ReloadResult, Counter>,
     /// Connections open now, per listener (beyond DESIGN §7: the cap's headroom).
     pub connections_open: Family<ListenerLabel, Gauge>,
@@ -200,6 +210,12 @@ impl Metrics {
             "Store (Redis) operations that failed",
             store_errors.clone(),
         );
+        let replication_timeouts = Family::<OperationLabel, Counter>::default();
+        registry.register(
+            "hookgate_replication_timeouts",
+            "Writes backing a promise that fewer than min_replicas replicas acknowledged within replica_timeout (WAIT), by operation",
+            replication_timeouts.clone(),
+        );
         let config_reloads = Family::<ReloadResult, Counter>::default();
         registry.register(
             "hookgate_config_reloads",
@@ -230,6 +246,7 @@ impl Metrics {
             delivery_attempts,
             dead_letters,
             store_errors,
+            replication_timeouts,
             config_reloads,
             connections_open,
             connections_rejected,

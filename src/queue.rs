@@ -46,7 +46,7 @@ use crate::delivery::{Attempt, Gated, Steps};
 use crate::dlq;
 use crate::envelope::Envelope;
 use crate::state::State;
-use crate::store::redis::RedisStore;
+use crate::store::redis::{Operation, RedisStore};
 use crate::store::{self, keys};
 use crate::time::now_ms;
 
@@ -131,7 +131,8 @@ pub fn next_delay(
 // Enqueue.
 
 /// Appends `envelope` to its source's stream; returns the entry id. The event
-/// is durable (as durable as the Redis deployment) once this returns.
+/// is durable (as durable as the Redis deployment, and on `min_replicas`
+/// replicas besides the primary) once this returns.
 pub async fn enqueue(
     redis: &RedisStore,
     prefix: &str,
@@ -142,7 +143,7 @@ pub async fn enqueue(
         .arg("*")
         .arg("e")
         .arg(envelope.encode());
-    redis.query(&cmd).await
+    redis.write(Operation::Enqueue, &cmd).await
 }
 
 // ---------------------------------------------------------------------------
@@ -514,7 +515,7 @@ impl Job {
             }
             Err(e) => {
                 self.state.metrics.store_errors.inc();
-                tracing::warn!(source = %self.source.name, entry = %id, error = %e, "could not write a dead letter; the entry is retried after its lease");
+                tracing::warn!(source = %self.source.name, event_id = %envelope.event_id, entry = %id, error = %e, "could not write a dead letter; the entry is retried after its lease");
             }
         }
     }

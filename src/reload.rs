@@ -25,7 +25,10 @@ pub fn reload(state: &State, path: &Path) -> bool {
             {
                 tracing::warn!("listen addresses changed: they take effect on restart");
             }
-            if old.store.kind != config.store.kind {
+            if old.store.kind != config.store.kind
+                || old.store.min_replicas != config.store.min_replicas
+                || old.store.replica_timeout != config.store.replica_timeout
+            {
                 tracing::warn!("store settings changed: they take effect on restart");
             }
             state.swap(config);

@@ -43,11 +43,15 @@ impl State {
             Some(settings) => Some(Arc::new(ArcSwap::from_pointee(tls::acceptor(settings)?))),
             None => None,
         };
+        let metrics = Metrics::new();
+        if let Some(redis) = store.as_redis() {
+            redis.count_replication_timeouts(metrics.replication_timeouts.clone());
+        }
         Ok(State {
             runtime: ArcSwap::from_pointee(Runtime::new(config)),
             store,
             forwarder: Forwarder::new(),
-            metrics: Metrics::new(),
+            metrics,
             tls,
         })
     }

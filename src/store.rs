@@ -36,7 +36,7 @@ pub enum Claim {
     InFlight,
 }
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
     /// The backend could not be reached or answered with an error.
     #[error("store unavailable: {0}")]
@@ -44,6 +44,28 @@ pub enum Error {
     /// The memory store is at its entry limit (fail closed rather than forget).
     #[error("store full: {0} entries")]
     Full(usize),
+    /// Sentinels answered, and none monitors a master by this name.
+    #[error("store unavailable: no sentinel monitors a master named {0:?} (store.master)")]
+    NoSuchMaster(String),
+    /// The primary took the write, but fewer replicas than `min_replicas`
+    /// acknowledged it within `replica_timeout`: it counts as failed.
+    #[error(
+        "{operation} not replicated: {acked} of {wanted} replicas acknowledged within {timeout_ms}ms"
+    )]
+    NotReplicated {
+        operation: &'static str,
+        acked: i64,
+        wanted: u32,
+        timeout_ms: u64,
+    },
+}
+
+/// `[store] min_replicas` and `replica_timeout`: what a write that backs a
+/// promise waits for (Redis `WAIT`) before it counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Replication {
+    pub replicas: u32,
+    pub timeout: Duration,
 }
 
 /// How long a stored version lives after it last moved (both backends).
@@ -77,6 +99,29 @@ impl Store {
     /// A Redis Cluster; see [`redis::RedisStore::connect_cluster`].
     pub fn redis_cluster(urls: &[String]) -> Result<Self, Error> {
         redis::RedisStore::connect_cluster(urls).map(Store::Redis)
+    }
+
+    /// The primary Redis Sentinels name; see [`redis::RedisStore::connect_sentinel`].
+    pub fn redis_sentinel(
+        sentinels: &[String],
+        master: &str,
+        username: Option<&str>,
+        password: Option<&str>,
+    ) -> Result<Self, Error> {
+        redis::RedisStore::connect_sentinel(sentinels, master, username, password).map(Store::Redis)
+    }
+
+    /// Makes the writes that back a promise wait for `replication` (Redis
+    /// `WAIT`). The memory store has no replicas: config validation refuses
+    /// `min_replicas` there, and this refuses it too.
+    pub fn with_replication(self, replication: Replication) -> Result<Self, Error> {
+        match self {
+            Store::Memory(_) if replication.replicas > 0 => Err(Error::Unavailable(
+                "the memory store has no replicas to wait for".into(),
+            )),
+            Store::Memory(store) => Ok(Store::Memory(store)),
+            Store::Redis(store) => store.with_replication(replication).map(Store::Redis),
+        }
     }
 
     /// Tries to take `key` for `lease`, holding `token`.

@@ -73,6 +73,12 @@ pub(super) struct RawStore {
     pub nonce_ttl: Option<Spanned<String>>,
     pub key_prefix: Option<Spanned<String>>,
     pub memory_max_entries: Option<Spanned<i64>>,
+    pub sentinels: Option<Spanned<Vec<Spanned<String>>>>,
+    pub master: Option<Spanned<String>>,
+    pub username: Option<Spanned<RawSecret>>,
+    pub password: Option<Spanned<RawSecret>>,
+    pub min_replicas: Option<Spanned<i64>>,
+    pub replica_timeout: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]

@@ -1057,6 +1057,143 @@ fn store_kind_and_urls() {
 }
 
 #[test]
+fn sentinel_store_with_credentials_and_replication() {
+    let secrets = MapSecrets::default()
+        .env("REDIS_USER", "hookgate")
+        .file("/run/redis/password", b"s3cr3t-pw\n");
+    let src = with(
+        r#"
+[store]
+kind = "redis-sentinel"
+sentinels = ["redis://10.0.0.5:26379", "redis://:sentinel-pw@10.0.0.6:26379"]
+master = "mymaster"
+username = { env = "REDIS_USER" }
+password = { file = "/run/redis/password" }
+min_replicas = 1
+replica_timeout = "250ms"
+"#,
+    );
+    let c = config_with(&src, &secrets);
+    let StoreKind::RedisSentinel(sentinel) = &c.store.kind else {
+        panic!("expected a sentinel store, got {:?}", c.store.kind);
+    };
+    assert_eq!(sentinel.sentinels.len(), 2);
+    assert_eq!(sentinel.master, "mymaster");
+    assert_eq!(
+        sentinel.username.as_ref().map(|s| s.expose().to_vec()),
+        Some(b"hookgate".to_vec())
+    );
+    assert_eq!(
+        sentinel.password.as_ref().map(|s| s.expose().to_vec()),
+        Some(b"s3cr3t-pw".to_vec())
+    );
+    assert_eq!(c.store.min_replicas, 1);
+    assert_eq!(c.store.replica_timeout, Duration::from_millis(250));
+    assert_eq!(c.store.master_line, Some(line_of(&src, "master =")));
+    // Neither password reaches Debug output.
+    let debug = format!("{:?}", c.store);
+    assert!(
+        !debug.contains("s3cr3t-pw") && !debug.contains("sentinel-pw"),
+        "{debug}"
+    );
+
+    // The defaults: no WAIT, 500ms if it is turned on.
+    let plain = config(&with(
+        "\n[store]\nkind = \"redis\"\nurl = \"redis://r:6379\"\n",
+    ));
+    assert_eq!(plain.store.min_replicas, 0);
+    assert_eq!(plain.store.replica_timeout, Duration::from_millis(500));
+}
+
+#[test]
+fn sentinel_and_replication_problems() {
+    let cases = [
+        (
+            "min_replicas = 1",
+            "store.min_replicas",
+            "min_replicas",
+            "memory store has no replicas",
+        ),
+        (
+            "replica_timeout = \"1s\"",
+            "store.replica_timeout",
+            "replica_timeout",
+            "memory store has no replicas",
+        ),
+        (
+            "kind = \"redis\"\nurl = \"redis://r:6379\"\nmin_replicas = -1",
+            "store.min_replicas",
+            "min_replicas",
+            "whole number from 0 to 64",
+        ),
+        (
+            "kind = \"redis\"\nurl = \"redis://r:6379\"\nmin_replicas = 1\nreplica_timeout = \"30s\"",
+            "store.replica_timeout",
+            "replica_timeout",
+            "at most 10s",
+        ),
+        (
+            "kind = \"redis-sentinel\"\nmaster = \"m\"",
+            "store.sentinels",
+            "[store]",
+            "needs sentinels",
+        ),
+        (
+            "kind = \"redis-sentinel\"\nsentinels = [\"redis://s:26379\"]",
+            "store.master",
+            "[store]",
+            "needs master",
+        ),
+        (
+            "kind = \"redis-sentinel\"\nsentinels = []\nmaster = \"m\"",
+            "store.sentinels",
+            "sentinels =",
+            "at least one sentinel",
+        ),
+        (
+            "kind = \"redis-sentinel\"\nsentinels = [\"redis://s:26379\",\n \"tcp://t:26379\"]\nmaster = \"m\"",
+            "store.sentinels[1]",
+            "tcp://",
+            "redis:// or rediss://",
+        ),
+        (
+            "kind = \"redis-sentinel\"\nsentinels = [\"redis://s:26379\"]\nmaster = \"my master\"",
+            "store.master",
+            "master =",
+            "without spaces",
+        ),
+        (
+            "kind = \"redis-sentinel\"\nsentinels = [\"redis://s:26379\"]\nmaster = \"m\"\nurl = \"redis://r:6379\"",
+            "store.url",
+            "url =",
+            "not url",
+        ),
+        (
+            "kind = \"redis-sentinel\"\nsentinels = [\"redis://s:26379\"]\nmaster = \"m\"\npassword = { env = \"NOPE\" }",
+            "store.password",
+            "password =",
+            "NOPE is not set",
+        ),
+        (
+            "kind = \"redis\"\nurl = \"redis://r:6379\"\nmaster = \"m\"",
+            "store.master",
+            "master =",
+            "only kind = \"redis-sentinel\"",
+        ),
+        (
+            "kind = \"redis-cluster\"\nurls = [\"redis://r:6379\"]\npassword = \"pw\"",
+            "store.password",
+            "password =",
+            "put the credentials in the URL",
+        ),
+    ];
+    for (body, field, marker, fragment) in cases {
+        let src = with(&format!("\n[store]\n{body}\n"));
+        only(&src, field, marker, fragment);
+    }
+}
+
+#[test]
 fn redis_url_passwords_stay_out_of_problems() {
     let src = with("\n[store]\nkind = \"redis\"\nurl = \"redis://:hunter2@0.0.0.0:6379\"\n");
     let ps = problems(&src);

@@ -1,4 +1,5 @@
-//! The shared store: one Redis node, or a Redis Cluster.
+//! The shared store: one Redis node, a Redis Cluster, or the primary that a
+//! set of Redis Sentinels names.
 //!
 //! Every verb is one command or one Lua script touching one key (one round
 //! trip, atomic, and the key decides the cluster slot): a claim is `SET … NX PX
@@ -16,27 +17,50 @@
 //! the connection broken or refused makes it start a new attempt in the
 //! background. A cluster goes through a [`ClusterConnection`] created pending: it
 //! connects in the background, refreshes its slot map and reconnects to nodes on
-//! its own. Every command runs under [`COMMAND_TIMEOUT`], so a dead or frozen Redis
-//! becomes [`Error::Unavailable`] within that bound instead of holding a request.
+//! its own. A sentinel-named primary goes through a [`ConnectionManager`] to
+//! the node found last, dropped and looked up again when it fails as a primary
+//! would not ([`sentinel`]). Every command runs under [`COMMAND_TIMEOUT`], so a
+//! dead or frozen Redis becomes [`Error::Unavailable`] within that bound
+//! instead of holding a request.
+//!
+//! # Replicated writes
+//!
+//! With `min_replicas = N` ([`Replication`]), each write that backs a promise
+//! ([`RedisStore::write`]: the enqueue, the nonce commit, the version advance,
+//! a dead letter) is sent together with `WAIT N timeout` on a connection of its
+//! own ([`lanes`]). Fewer acknowledgements in time make it
+//! [`Error::NotReplicated`], counted in
+//! `hookgate_replication_timeouts_total{operation}`: the caller treats it as a
+//! failed write, although the primary has it (and may still replicate it).
 //!
 //! # Secrets
 //!
-//! A Redis URL can carry a password. It never appears in an error, a log line or
-//! `Debug` output: error messages are scrubbed of the URL and its credentials.
+//! A Redis URL can carry a password, and so can `[store] password`. Neither
+//! appears in an error, a log line or `Debug` output: error messages are
+//! scrubbed of the URLs and the credentials.
+
+mod lanes;
+pub mod sentinel;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 use std::time::Duration;
 
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::{ClusterClient, ClusterConfig};
 use redis::cluster_async::ClusterConnection;
-use redis::{Cmd, ErrorKind, RedisError, RedisFuture, Script, Value};
+use redis::{Cmd, ErrorKind, RedisError, RedisFuture, Script, ServerErrorKind, Value};
 
-use super::{Claim, Error, VERSION_TTL};
+use self::lanes::{LaneConn, Lanes, Opener};
+use self::sentinel::{Node, Primary};
+use super::{Claim, Error, Replication, VERSION_TTL};
+use crate::metrics::OperationLabel;
 
 /// Upper bound on one store operation, reconnect included. Kept below the time
 /// a sender waits for an answer, so a dead Redis turns into a prompt 503.
+/// A write with `WAIT` may take `replica_timeout` longer.
 pub const COMMAND_TIMEOUT: Duration = Duration::from_millis(1500);
 /// How long one TCP connect (plus handshake) to a node may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
@@ -44,6 +68,31 @@ const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(1);
 
 const INFLIGHT: &str = "inflight:";
+
+/// A write that backs a promise, as `hookgate_replication_timeouts_total`
+/// labels it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    /// The queue's `XADD` before `200 queued`.
+    Enqueue,
+    /// A nonce turned `done` after the app's 2xx.
+    Commit,
+    /// The version gate moved forward.
+    VersionAdvance,
+    /// A dead letter appended.
+    DeadLetter,
+}
+
+impl Operation {
+    pub fn label(self) -> &'static str {
+        match self {
+            Operation::Enqueue => "enqueue",
+            Operation::Commit => "commit",
+            Operation::VersionAdvance => "version_advance",
+            Operation::DeadLetter => "dead_letter",
+        }
+    }
+}
 
 /// Takes a free key for a lease. KEYS[1] = key, ARGV[1] = `inflight:<token>`,
 /// ARGV[2] = lease in ms. Returns 0 = taken (fresh), 1 = done, 2 = in flight.
@@ -111,11 +160,13 @@ return 1
     )
 });
 
-/// The Redis backend (single node or cluster). Cheap to clone: connections are
-/// shared handles.
+/// The Redis backend (single node, cluster or sentinel primary). Cheap to
+/// clone: connections are shared handles.
 #[derive(Clone)]
 pub struct RedisStore {
-    conn: Conn,
+    target: Target,
+    /// The node or cluster URLs, for the extra connections of write lanes.
+    urls: Vec<String>,
     /// Strings scrubbed from error messages: the URLs and their credentials.
     secrets: Vec<String>,
     /// Whether a claim can be the plain `SET key inflight:<token> NX PX lease
@@ -123,9 +174,22 @@ pub struct RedisStore {
     /// Cleared for good the first time the server refuses the syntax; claims
     /// then run the [`CLAIM`] script, which answers the same.
     set_nx_get: Arc<AtomicBool>,
+    /// `min_replicas` and the connections its `WAIT`s run on; `None` = 0.
+    replication: Option<(Replication, Arc<Lanes>)>,
+    /// `hookgate_replication_timeouts_total`, once the metrics exist.
+    timeouts: Arc<OnceLock<Family<OperationLabel, Counter>>>,
 }
 
-/// One connection type for both deployments, so the same scripts run on both.
+/// Where commands go.
+#[derive(Clone)]
+enum Target {
+    /// One node or a cluster: the connection follows it by itself.
+    Fixed(Conn),
+    /// Whichever node the sentinels name as the primary.
+    Sentinel(Arc<Primary>),
+}
+
+/// One connection type for every deployment, so the same scripts run on all.
 #[derive(Clone)]
 enum Conn {
     Single(ConnectionManager),
@@ -160,6 +224,37 @@ impl redis::aio::ConnectionLike for Conn {
     }
 }
 
+/// The settings of every single-node [`ConnectionManager`].
+fn manager_config() -> ConnectionManagerConfig {
+    ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(CONNECT_TIMEOUT))
+        .set_response_timeout(Some(RESPONSE_TIMEOUT))
+        // One attempt per reconnect: the next command starts another, and a
+        // retry loop inside would only outlast COMMAND_TIMEOUT.
+        .set_number_of_retries(0)
+}
+
+/// Whether a failed command was surely not executed (so sending it again,
+/// after a reconnect or a new lookup, cannot apply it twice).
+fn not_executed(e: &RedisError) -> bool {
+    e.is_connection_refusal()
+        || matches!(
+            e.kind(),
+            ErrorKind::Server(ServerErrorKind::ReadOnly | ServerErrorKind::MasterDown)
+        )
+}
+
+/// Whether a failure says the node is gone or no longer the primary.
+fn primary_gone(e: &RedisError) -> bool {
+    not_executed(e)
+        || e.is_io_error()
+        || e.is_connection_dropped()
+        || e.is_timeout()
+        || e.is_unrecoverable_error()
+        // WAIT sent to a node that was demoted under the connection.
+        || e.to_string().contains("replica instances")
+}
+
 impl RedisStore {
     /// A store on one Redis node at `url` (`redis://[:password@]host:port[/db]`,
     /// or `rediss://`). Does no I/O: the connection is made by the first command
@@ -170,19 +265,14 @@ impl RedisStore {
         require_runtime()?;
         let client = redis::Client::open(url)
             .map_err(|e| Error::Unavailable(scrub(&format!("invalid Redis URL: {e}"), &secrets)))?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(CONNECT_TIMEOUT))
-            .set_response_timeout(Some(RESPONSE_TIMEOUT))
-            // One attempt per reconnect: the next command starts another, and a
-            // retry loop inside would only outlast COMMAND_TIMEOUT.
-            .set_number_of_retries(0);
-        let manager = ConnectionManager::new_lazy_with_config(client, config)
+        let manager = ConnectionManager::new_lazy_with_config(client, manager_config())
             .map_err(|e| Error::Unavailable(scrub(&e.to_string(), &secrets)))?;
-        Ok(RedisStore {
-            conn: Conn::Single(manager),
+        let urls = vec![url.to_owned()];
+        Ok(RedisStore::new(
+            Target::Fixed(Conn::Single(manager)),
+            urls,
             secrets,
-            set_nx_get: Arc::new(AtomicBool::new(true)),
-        })
+        ))
     }
 
     /// A store on a Redis Cluster reached through any of `urls` (the slot map
@@ -191,26 +281,84 @@ impl RedisStore {
     pub fn connect_cluster(urls: &[String]) -> Result<Self, Error> {
         let secrets = secrets_of(&urls.iter().map(String::as_str).collect::<Vec<_>>());
         require_runtime()?;
-        if urls.is_empty() {
-            return Err(Error::Unavailable("no Redis Cluster URL given".into()));
-        }
-        let client = ClusterClient::builder(urls.iter().map(String::as_str))
-            .connection_timeout(CONNECT_TIMEOUT)
-            .response_timeout(RESPONSE_TIMEOUT)
-            .overall_response_timeout(Some(COMMAND_TIMEOUT))
-            .build()
-            .map_err(|e| {
-                Error::Unavailable(scrub(&format!("invalid Redis Cluster URLs: {e}"), &secrets))
-            })?;
+        let client = cluster_client(urls, Duration::ZERO, &secrets)?;
         let config = ClusterConfig::new()
             .set_connection_timeout(CONNECT_TIMEOUT)
             .set_response_timeout(RESPONSE_TIMEOUT);
         let conn = client.get_pending_async_connection_with_config(config);
-        Ok(RedisStore {
-            conn: Conn::Cluster(conn),
+        Ok(RedisStore::new(
+            Target::Fixed(Conn::Cluster(conn)),
+            urls.to_vec(),
+            secrets,
+        ))
+    }
+
+    /// A store on the primary the `sentinels` name for `master`, logged in to
+    /// with `username` / `password` (the data nodes'; a sentinel's own
+    /// credentials go in its URL). Does no I/O: the first command asks the
+    /// sentinels. Fails only on invalid URLs or outside a Tokio runtime.
+    pub fn connect_sentinel(
+        sentinels: &[String],
+        master: &str,
+        username: Option<&str>,
+        password: Option<&str>,
+    ) -> Result<Self, Error> {
+        let mut secrets = secrets_of(&sentinels.iter().map(String::as_str).collect::<Vec<_>>());
+        secrets.extend(username.into_iter().chain(password).map(str::to_owned));
+        secrets.retain(|s| !s.is_empty());
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        secrets.dedup();
+        require_runtime()?;
+        let primary = Primary::new(sentinels, master, username, password, secrets.clone())?;
+        Ok(RedisStore::new(
+            Target::Sentinel(Arc::new(primary)),
+            Vec::new(),
+            secrets,
+        ))
+    }
+
+    fn new(target: Target, urls: Vec<String>, secrets: Vec<String>) -> Self {
+        RedisStore {
+            target,
+            urls,
             secrets,
             set_nx_get: Arc::new(AtomicBool::new(true)),
-        })
+            replication: None,
+            timeouts: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// Makes every write that backs a promise wait for `replication` (see
+    /// the module docs). `replicas = 0` leaves writes as they are.
+    pub fn with_replication(mut self, replication: Replication) -> Result<Self, Error> {
+        if replication.replicas == 0 {
+            self.replication = None;
+            return Ok(self);
+        }
+        let opener = match &self.target {
+            Target::Fixed(Conn::Cluster(_)) => Opener::Cluster(Box::new(cluster_client(
+                &self.urls,
+                replication.timeout,
+                &self.secrets,
+            )?)),
+            Target::Fixed(_) => Opener::Node(self.node_client()?),
+            Target::Sentinel(_) => Opener::Primary,
+        };
+        self.replication = Some((
+            replication,
+            Arc::new(Lanes::new(opener, replication.timeout)),
+        ));
+        Ok(self)
+    }
+
+    /// Where WAIT timeouts are counted (`hookgate_replication_timeouts_total`).
+    pub fn count_replication_timeouts(&self, family: Family<OperationLabel, Counter>) {
+        let _ = self.timeouts.set(family);
+    }
+
+    /// The replicas each promise-backing write waits for (0 = none).
+    pub fn min_replicas(&self) -> u32 {
+        self.replication.as_ref().map_or(0, |(r, _)| r.replicas)
     }
 
     /// Tries to take `key` for `lease`, holding `token`. One round trip.
@@ -267,20 +415,12 @@ impl RedisStore {
     }
 
     /// Marks `key` done for `ttl` with a plain `SET key done PX ttl`: no token
-    /// to compare (see [`super::Store::commit`]), so no script runs.
+    /// to compare (see [`super::Store::commit`]), so no script runs. Waits
+    /// for `min_replicas`.
     pub async fn commit(&self, key: &str, ttl: Duration) -> Result<(), Error> {
-        let ttl = millis(ttl);
-        self.run(|mut conn| async move {
-            redis::cmd("SET")
-                .arg(key)
-                .arg("done")
-                .arg("PX")
-                .arg(ttl)
-                .query_async::<Value>(&mut conn)
-                .await
-        })
-        .await
-        .map(drop)
+        let mut cmd = redis::cmd("SET");
+        cmd.arg(key).arg("done").arg("PX").arg(millis(ttl));
+        self.write::<Value>(Operation::Commit, &cmd).await.map(drop)
     }
 
     /// Deletes `key` if it holds `token`.
@@ -290,7 +430,8 @@ impl RedisStore {
         Ok(())
     }
 
-    /// `PING` (on a cluster, every node must answer).
+    /// `PING` (on a cluster, every node must answer; for sentinels, the
+    /// primary they name).
     pub async fn ping(&self) -> Result<(), Error> {
         self.run(|mut conn| async move { redis::cmd("PING").query_async::<Value>(&mut conn).await })
             .await
@@ -306,13 +447,17 @@ impl RedisStore {
     }
 
     /// Stores `version` at `key` unless an equal or higher one is there; the key
-    /// then lives for [`VERSION_TTL`]. Returns whether it moved.
+    /// then lives for [`VERSION_TTL`]. Returns whether it moved. Waits for
+    /// `min_replicas`.
     pub async fn version_advance(&self, key: &str, version: i128) -> Result<bool, Error> {
+        let version = version.to_string();
+        let ttl = millis(VERSION_TTL).to_string();
         let moved: i64 = self
-            .script(
+            .write_eval(
+                Operation::VersionAdvance,
                 &VERSION_ADVANCE,
-                key,
-                &[&version.to_string(), &millis(VERSION_TTL).to_string()],
+                &[key],
+                &[version.as_bytes(), ttl.as_bytes()],
             )
             .await?;
         Ok(moved == 1)
@@ -326,6 +471,49 @@ impl RedisStore {
         T: redis::FromRedisValue + Send,
     {
         self.run(|mut conn| async move { cmd.query_async(&mut conn).await })
+            .await
+    }
+
+    /// Runs one write that backs a promise (one key): with `min_replicas`,
+    /// followed by `WAIT` on the same connection, and failed with
+    /// [`Error::NotReplicated`] when too few replicas acknowledge in time.
+    /// Without, the same as [`RedisStore::query`].
+    pub async fn write<T>(&self, operation: Operation, cmd: &Cmd) -> Result<T, Error>
+    where
+        T: redis::FromRedisValue + Send,
+    {
+        match &self.replication {
+            None => self.query(cmd).await,
+            Some((replication, lanes)) => {
+                self.replicated(operation, *replication, lanes, cmd, None)
+                    .await
+            }
+        }
+    }
+
+    /// [`RedisStore::write`] for a script on `keys` (one slot).
+    pub async fn write_eval<T>(
+        &self,
+        operation: Operation,
+        script: &Script,
+        keys: &[&str],
+        args: &[&[u8]],
+    ) -> Result<T, Error>
+    where
+        T: redis::FromRedisValue + Send,
+    {
+        let Some((replication, lanes)) = &self.replication else {
+            return self.eval(script, keys, args).await;
+        };
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(script.get_hash()).arg(keys.len());
+        for key in keys {
+            cmd.arg(*key);
+        }
+        for arg in args {
+            cmd.arg(*arg);
+        }
+        self.replicated(operation, *replication, lanes, &cmd, Some(script))
             .await
     }
 
@@ -364,30 +552,181 @@ impl RedisStore {
         .await
     }
 
+    /// The connection for the next command, and the sentinel primary it
+    /// leads to (to forget it if it fails as a primary would not).
+    async fn conn(&self) -> Result<(Conn, Option<Arc<Node>>), Error> {
+        match &self.target {
+            Target::Fixed(conn) => Ok((conn.clone(), None)),
+            Target::Sentinel(primary) => {
+                let node = primary.node().await?;
+                Ok((Conn::Single(node.conn.clone()), Some(node)))
+            }
+        }
+    }
+
+    /// After a failed command on `node`: forget it when the failure says it
+    /// is no longer the primary.
+    fn note_failure(&self, node: Option<&Node>, e: &RedisError) {
+        if let (Target::Sentinel(primary), Some(node)) = (&self.target, node)
+            && primary_gone(e)
+        {
+            primary.forget(node, &scrub(&e.to_string(), &self.secrets));
+        }
+    }
+
+    /// After no answer in time: a frozen primary looks like this.
+    fn note_silence(&self) {
+        if let Target::Sentinel(primary) = &self.target {
+            primary.forget_current("no answer in time");
+        }
+    }
+
     /// Runs one operation under [`COMMAND_TIMEOUT`], mapping failures to
-    /// [`Error::Unavailable`]. A refused connection means the command was never
-    /// sent, so it is tried once more: by then the connection has started a new
-    /// attempt, which is what makes the first request after Redis comes back
-    /// succeed.
+    /// [`Error::Unavailable`]. A command that surely did not run (refused
+    /// connection; for sentinels also `-READONLY` / `-MASTERDOWN`) is tried
+    /// once more: by then the connection has started a new attempt, or the
+    /// sentinels were asked again, which is what makes the first request
+    /// after Redis comes back (or after a failover) succeed.
     async fn run<T, F, Fut>(&self, op: F) -> Result<T, Error>
     where
         F: Fn(Conn) -> Fut,
         Fut: Future<Output = redis::RedisResult<T>>,
     {
         let attempt = async {
-            match op(self.conn.clone()).await {
-                Err(e) if e.is_connection_refusal() => op(self.conn.clone()).await,
-                other => other,
-            }
+            let (conn, node) = self.conn().await?;
+            let first = op(conn).await;
+            let result = match first {
+                Err(e) if not_executed(&e) => {
+                    self.note_failure(node.as_deref(), &e);
+                    let (conn, node) = self.conn().await?;
+                    let again = op(conn).await;
+                    if let Err(e) = &again {
+                        self.note_failure(node.as_deref(), e);
+                    }
+                    again
+                }
+                Err(e) => {
+                    self.note_failure(node.as_deref(), &e);
+                    Err(e)
+                }
+                ok => ok,
+            };
+            result.map_err(|e| self.unavailable(&e))
         };
         match tokio::time::timeout(COMMAND_TIMEOUT, attempt).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(e)) => Err(self.unavailable(&e)),
-            Err(_) => Err(Error::Unavailable(format!(
-                "no answer within {}ms",
-                COMMAND_TIMEOUT.as_millis()
-            ))),
+            Ok(result) => result,
+            Err(_) => {
+                self.note_silence();
+                Err(Error::Unavailable(format!(
+                    "no answer within {}ms",
+                    COMMAND_TIMEOUT.as_millis()
+                )))
+            }
         }
+    }
+
+    /// `cmd` then `WAIT`, pipelined on a lane of its own; see [`lanes`].
+    async fn replicated<T>(
+        &self,
+        operation: Operation,
+        replication: Replication,
+        lanes: &Lanes,
+        cmd: &Cmd,
+        script: Option<&Script>,
+    ) -> Result<T, Error>
+    where
+        T: redis::FromRedisValue + Send,
+    {
+        let mut pipe = redis::pipe();
+        // Answers are read one by one: an error in either keeps its kind.
+        pipe.ignore_errors()
+            .add_command(cmd.clone())
+            .cmd("WAIT")
+            .arg(replication.replicas)
+            .arg(millis(replication.timeout));
+        let attempt = async {
+            let mut tries = 0;
+            loop {
+                tries += 1;
+                let node = match &self.target {
+                    Target::Sentinel(primary) => Some(primary.node().await?),
+                    Target::Fixed(_) => None,
+                };
+                let generation = node.as_ref().map_or(0, |n| n.generation);
+                let (permit, mut lane) = match lanes
+                    .take(generation, node.as_ref().map(|n| &n.client))
+                    .await
+                {
+                    Ok(taken) => taken,
+                    Err(e) => {
+                        self.note_failure(node.as_deref(), &e);
+                        if not_executed(&e) && tries < 2 {
+                            continue;
+                        }
+                        return Err(self.unavailable(&e));
+                    }
+                };
+                let mut sent = send_with_wait::<T>(&mut lane.conn, &pipe).await;
+                if let (Err(e), Some(script)) = (&sent, script)
+                    && e.kind() == ErrorKind::Server(ServerErrorKind::NoScript)
+                {
+                    sent = match load(&mut lane.conn, script).await {
+                        Ok(()) => send_with_wait::<T>(&mut lane.conn, &pipe).await,
+                        Err(e) => Err(e),
+                    };
+                }
+                match sent {
+                    Ok((value, acked)) => {
+                        lanes.give_back(lane);
+                        drop(permit);
+                        if acked < i64::from(replication.replicas) {
+                            if let Some(family) = self.timeouts.get() {
+                                family
+                                    .get_or_create(&OperationLabel {
+                                        operation: operation.label(),
+                                    })
+                                    .inc();
+                            }
+                            return Err(Error::NotReplicated {
+                                operation: operation.label(),
+                                acked: acked.max(0),
+                                wanted: replication.replicas,
+                                timeout_ms: millis(replication.timeout),
+                            });
+                        }
+                        return Ok(value);
+                    }
+                    Err(e) => {
+                        drop(permit);
+                        self.note_failure(node.as_deref(), &e);
+                        if not_executed(&e) && tries < 2 {
+                            continue;
+                        }
+                        return Err(self.unavailable(&e));
+                    }
+                }
+            }
+        };
+        let limit = COMMAND_TIMEOUT.saturating_add(replication.timeout);
+        match tokio::time::timeout(limit, attempt).await {
+            Ok(result) => result,
+            Err(_) => {
+                self.note_silence();
+                Err(Error::Unavailable(format!(
+                    "no answer within {}ms",
+                    limit.as_millis()
+                )))
+            }
+        }
+    }
+
+    /// The client of a single-node store, for its write lanes.
+    fn node_client(&self) -> Result<redis::Client, Error> {
+        let Some(url) = self.urls.first() else {
+            return Err(Error::Unavailable("no Redis URL".into()));
+        };
+        redis::Client::open(url.as_str())
+            .map_err(|e| Error::Unavailable(scrub(&e.to_string(), &self.secrets)))
     }
 
     fn unavailable(&self, e: &RedisError) -> Error {
@@ -395,14 +734,81 @@ impl RedisStore {
     }
 }
 
+/// Sends the write-and-`WAIT` pipeline; returns the write's answer and the
+/// number of replicas that acknowledged.
+async fn send_with_wait<T>(
+    conn: &mut LaneConn,
+    pipe: &redis::Pipeline,
+) -> redis::RedisResult<(T, i64)>
+where
+    T: redis::FromRedisValue,
+{
+    let answers: Vec<Value> = match conn {
+        LaneConn::Node(c) => pipe.query_async(c).await?,
+        LaneConn::Cluster(c) => pipe.query_async(c).await?,
+    };
+    let mut answers = answers.into_iter();
+    let (Some(written), Some(acked)) = (answers.next(), answers.next()) else {
+        return Err(RedisError::from((
+            ErrorKind::UnexpectedReturnType,
+            "a write and WAIT answered with fewer than two replies",
+        )));
+    };
+    let written = into_result(written)?;
+    let acked = into_result(acked)?;
+    Ok((
+        redis::from_redis_value(written)?,
+        redis::from_redis_value(acked)?,
+    ))
+}
+
+fn into_result(value: Value) -> redis::RedisResult<Value> {
+    match value {
+        Value::ServerError(e) => Err(e.into()),
+        other => Ok(other),
+    }
+}
+
+/// `SCRIPT LOAD` on a lane (a cluster lane loads it on every master).
+async fn load(conn: &mut LaneConn, script: &Script) -> redis::RedisResult<()> {
+    match conn {
+        LaneConn::Node(c) => script.load_async(c).await.map(drop),
+        LaneConn::Cluster(c) => script.load_async(c).await.map(drop),
+    }
+}
+
+/// A cluster client whose answers may take `wait` longer than usual (the
+/// `WAIT` timeout, for write lanes; zero otherwise).
+fn cluster_client(
+    urls: &[String],
+    wait: Duration,
+    secrets: &[String],
+) -> Result<ClusterClient, Error> {
+    if urls.is_empty() {
+        return Err(Error::Unavailable("no Redis Cluster URL given".into()));
+    }
+    ClusterClient::builder(urls.iter().map(String::as_str))
+        .connection_timeout(CONNECT_TIMEOUT)
+        .response_timeout(RESPONSE_TIMEOUT.saturating_add(wait))
+        .overall_response_timeout(Some(COMMAND_TIMEOUT.saturating_add(wait)))
+        .build()
+        .map_err(|e| {
+            Error::Unavailable(scrub(&format!("invalid Redis Cluster URLs: {e}"), secrets))
+        })
+}
+
 impl std::fmt::Debug for RedisStore {
     /// Names the deployment only: the URL may hold a password.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kind = match self.conn {
-            Conn::Single(_) => "single",
-            Conn::Cluster(_) => "cluster",
+        let kind = match &self.target {
+            Target::Fixed(Conn::Cluster(_)) => "cluster",
+            Target::Fixed(_) => "single",
+            Target::Sentinel(_) => "sentinel",
         };
-        f.debug_struct("RedisStore").field("kind", &kind).finish()
+        f.debug_struct("RedisStore")
+            .field("kind", &kind)
+            .field("min_replicas", &self.min_replicas())
+            .finish()
     }
 }
 

@@ -4,6 +4,9 @@
 //! JSON line and asserts the two numbers that matter: **0 lost** and **0
 //! delivered again after the sender was told 2xx**.
 //!
+//! The failovers of a replicated store (Sentinel, Cluster with replicas),
+//! with and without `min_replicas`, are in [`failover`].
+//!
 //! The load is small by default so the suite stays fast;
 //! `HOOKGATE_FAULT_EVENTS=N` raises it (`bench/reliability.sh` runs every
 //! scenario with a bigger N in release mode and writes the table in
@@ -53,6 +56,8 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, Semaphore, watch};
 use tokio::task::JoinSet;
+
+mod failover;
 
 use crate::support::redis::{RedisCluster, RedisServer};
 use crate::support::{ConfigBuilder, Event, Hookgate, SourceSpec, StoreSpec, WAIT, now};
@@ -143,6 +148,8 @@ struct Sender {
     retry: Retry,
     requests: AtomicUsize,
     answers: Mutex<BTreeMap<String, usize>>,
+    /// When each `503 store_unavailable` came back (the failover figures).
+    unavailable: Mutex<Vec<Instant>>,
 }
 
 impl Sender {
@@ -155,6 +162,7 @@ impl Sender {
             retry: RETRY,
             requests: AtomicUsize::new(0),
             answers: Mutex::new(BTreeMap::new()),
+            unavailable: Mutex::new(Vec::new()),
         })
     }
 
@@ -198,6 +206,12 @@ impl Sender {
             Ok(Err(())) => Answer::Retry("connection error".into()),
             Ok(Ok((status, body))) => classify(status, &body),
         };
+        if matches!(&answer, Answer::Retry(label) if label == "503 store_unavailable") {
+            self.unavailable
+                .lock()
+                .expect("unavailable lock")
+                .push(Instant::now());
+        }
         self.tally(&match &answer {
             Answer::App => "2xx app".to_owned(),
             Answer::Duplicate => "200 duplicate".to_owned(),

@@ -23,6 +23,7 @@
 //! - `properties`: sign/verify round trips and single-byte tampering, every scheme.
 //! - `store_failure`: `on_store_error`, and a commit that fails after the app's 2xx.
 //! - `secrets`: no secret in any output, even at trace level.
+//! - `sentinel`: `kind = "redis-sentinel"` through failovers, and `min_replicas`.
 //! - `ordering`: the version gate, forward and queue, two versions at once.
 //! - `queue`: queue delivery: ack after enqueue, retries, 4xx, SIGKILL, replicas.
 //! - `dlq`: dead letters in both modes, `hookgate dlq`, the admin endpoints.
@@ -55,6 +56,7 @@ mod reload;
 mod rotation;
 mod schemes;
 mod secrets;
+mod sentinel;
 mod shutdown;
 mod store;
 mod store_failure;

@@ -12,6 +12,7 @@
 pub mod hookgate;
 pub mod raw_app;
 pub mod redis;
+pub mod sentinel;
 pub mod upstream;
 
 use std::collections::BTreeMap;
@@ -707,6 +708,8 @@ pub enum StoreSpec {
     Memory,
     Redis(String),
     Cluster(Vec<String>),
+    /// `kind = "redis-sentinel"`: the sentinels' URLs and the master name.
+    Sentinel(Vec<String>, String),
 }
 
 /// Builds a hookgate config file: listeners on `127.0.0.1:0`, one upstream,
@@ -722,6 +725,8 @@ pub struct ConfigBuilder {
     pub key_prefix: Option<String>,
     /// Raw `key = value` lines added to `[server]`.
     pub server_keys: String,
+    /// Raw `key = value` lines added to `[store]`.
+    pub store_keys: String,
     pub sources: Vec<SourceSpec>,
 }
 
@@ -736,6 +741,7 @@ impl ConfigBuilder {
             nonce_ttl: None,
             key_prefix: None,
             server_keys: String::new(),
+            store_keys: String::new(),
             sources: Vec::new(),
         }
     }
@@ -784,6 +790,13 @@ impl ConfigBuilder {
         self
     }
 
+    /// Adds a raw `key = value` line to `[store]` (`min_replicas = 1`, …).
+    pub fn store_key(mut self, line: &str) -> ConfigBuilder {
+        self.store_keys.push_str(line);
+        self.store_keys.push('\n');
+        self
+    }
+
     /// Adds a raw `key = value` line to `[server]`.
     pub fn server_key(mut self, line: &str) -> ConfigBuilder {
         self.server_keys.push_str(line);
@@ -812,7 +825,16 @@ impl ConfigBuilder {
                 let urls: Vec<String> = urls.iter().map(|u| toml_str(u)).collect();
                 out += &format!("kind = \"redis-cluster\"\nurls = [{}]\n", urls.join(", "));
             }
+            StoreSpec::Sentinel(urls, master) => {
+                let urls: Vec<String> = urls.iter().map(|u| toml_str(u)).collect();
+                out += &format!(
+                    "kind = \"redis-sentinel\"\nsentinels = [{}]\nmaster = {}\n",
+                    urls.join(", "),
+                    toml_str(master)
+                );
+            }
         }
+        out += &self.store_keys;
         if let Some(ttl) = &self.nonce_ttl {
             out += &format!("nonce_ttl = {}\n", toml_str(ttl));
         }

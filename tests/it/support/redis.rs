@@ -29,6 +29,8 @@ pub struct RedisServer {
     /// Append-only file with `appendfsync always`: a restart keeps every
     /// write the server acknowledged, as a production store would.
     persistent: bool,
+    /// Extra command-line settings (`--replicaof`, `--masterauth`, …).
+    args: Vec<String>,
     child: Option<Child>,
     dir: TempDir,
 }
@@ -50,7 +52,27 @@ impl RedisServer {
         RedisServer::start_inner(None, false, true)
     }
 
+    /// Starts a standalone server with extra settings, e.g. `--replicaof`.
+    pub fn start_with_args(password: Option<&str>, args: &[String]) -> RedisServer {
+        RedisServer::start_args(password.map(str::to_owned), false, false, args)
+    }
+
+    /// Starts a replica of the server on `primary_port` (with `password`
+    /// both required and used towards the primary when given).
+    pub fn start_replica_of(primary_port: u16, password: Option<&str>) -> RedisServer {
+        RedisServer::start_with_args(password, &replica_args(primary_port, password))
+    }
+
     fn start_inner(password: Option<String>, cluster: bool, persistent: bool) -> RedisServer {
+        RedisServer::start_args(password, cluster, persistent, &[])
+    }
+
+    fn start_args(
+        password: Option<String>,
+        cluster: bool,
+        persistent: bool,
+        args: &[String],
+    ) -> RedisServer {
         let mut last_failure = String::new();
         for _ in 0..START_ATTEMPTS {
             let mut server = RedisServer {
@@ -58,6 +80,7 @@ impl RedisServer {
                 bus_port: cluster.then(free_port),
                 password: password.clone(),
                 persistent,
+                args: args.to_vec(),
                 child: None,
                 dir: TempDir::new("redis"),
             };
@@ -102,6 +125,48 @@ impl RedisServer {
                 "redis-server did not restart on port {}: {failure}",
                 self.port
             );
+        }
+    }
+
+    /// Starts the server again on the same port with other extra settings
+    /// (an old primary coming back as a replica: [`replica_args`]).
+    pub fn restart_with_args(&mut self, args: &[String]) {
+        self.args = args.to_vec();
+        self.restart();
+    }
+
+    /// Waits (bounded) until `n` replicas are online (`INFO replication`).
+    pub fn wait_replicas(&self, n: usize) {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            let mut conn = self.client();
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query(&mut conn)
+                .unwrap_or_default();
+            let online = info
+                .lines()
+                .filter(|l| l.starts_with("slave") && l.contains("state=online"))
+                .count();
+            if online >= n {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{online} of {n} replicas online within {READY_TIMEOUT:?}: {info}"
+            );
+            sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// `ROLE`'s first element: `master` or `slave`.
+    pub fn role(&self) -> String {
+        let mut conn = self.client();
+        let role: Vec<redis::Value> = redis::cmd("ROLE").query(&mut conn).expect("ROLE");
+        match role.first() {
+            Some(redis::Value::BulkString(b)) => String::from_utf8_lossy(b).into_owned(),
+            Some(redis::Value::SimpleString(s)) => s.clone(),
+            other => panic!("unexpected ROLE reply {other:?}"),
         }
     }
 
@@ -161,6 +226,7 @@ impl RedisServer {
         if let Some(password) = &self.password {
             command.args(["--requirepass", password]);
         }
+        command.args(&self.args);
         if let Some(bus_port) = self.bus_port {
             command
                 .args(["--cluster-enabled", "yes"])
@@ -239,9 +305,20 @@ impl RedisCluster {
         RedisCluster::start_inner(masters, true)
     }
 
+    /// A cluster of `masters` masters with one replica each (nodes
+    /// `masters..2*masters`); a replica takes over its master's slots when
+    /// the master fails.
+    pub fn start_with_replicas(masters: usize) -> RedisCluster {
+        RedisCluster::start_nodes(masters, 1, false)
+    }
+
     fn start_inner(masters: usize, persistent: bool) -> RedisCluster {
+        RedisCluster::start_nodes(masters, 0, persistent)
+    }
+
+    fn start_nodes(masters: usize, replicas: usize, persistent: bool) -> RedisCluster {
         assert!(masters >= 3, "Redis Cluster needs at least 3 masters");
-        let nodes: Vec<RedisServer> = (0..masters)
+        let nodes: Vec<RedisServer> = (0..masters * (1 + replicas))
             .map(|_| RedisServer::start_inner(None, true, persistent))
             .collect();
         let mut create = Command::new("redis-cli");
@@ -250,7 +327,7 @@ impl RedisCluster {
             create.arg(format!("127.0.0.1:{}", node.port));
         }
         create
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
             .stdin(Stdio::null());
         run_bounded(&mut create, Duration::from_secs(60));
         let cluster = RedisCluster { nodes };
@@ -361,11 +438,29 @@ impl RedisCluster {
         out
     }
 
+    /// Whether node `index` is a master now (`ROLE`).
+    pub fn is_master(&self, index: usize) -> bool {
+        self.nodes[index].child.is_some() && self.nodes[index].role() == "master"
+    }
+
+    /// Waits until every running node reports `cluster_state:ok` with all
+    /// slots served (after a master died: once its replica took over).
+    pub fn wait_ok_without_dead_nodes(&self) {
+        self.wait_healthy(true);
+    }
+
     /// Waits until every node reports `cluster_state:ok` with all slots served.
     fn wait_ok(&self) {
+        self.wait_healthy(false);
+    }
+
+    fn wait_healthy(&self, skip_dead: bool) {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let healthy = self.nodes.iter().all(|node| {
+                if skip_dead && node.child.is_none() {
+                    return true;
+                }
                 let mut conn = node.client();
                 redis::cmd("CLUSTER")
                     .arg("INFO")
@@ -384,6 +479,19 @@ impl RedisCluster {
             sleep(Duration::from_millis(100));
         }
     }
+}
+
+/// The settings that make a server a replica of the one on `primary_port`.
+pub fn replica_args(primary_port: u16, password: Option<&str>) -> Vec<String> {
+    let mut args = vec![
+        "--replicaof".to_owned(),
+        "127.0.0.1".to_owned(),
+        primary_port.to_string(),
+    ];
+    if let Some(password) = password {
+        args.extend(["--masterauth".to_owned(), password.to_owned()]);
+    }
+    args
 }
 
 /// Runs `command` to completion within `limit`, panicking on failure or timeout.
@@ -415,7 +523,7 @@ fn run_bounded(command: &mut Command, limit: Duration) {
 
 /// A port that was free a moment ago: bind port 0, read it, release it.
 /// Callers retry when something else takes it first.
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     for _ in 0..20 {
         if let Ok(listener) = TcpListener::bind("127.0.0.1:0")
             && let Ok(addr) = listener.local_addr()
@@ -428,10 +536,10 @@ fn free_port() -> u16 {
 }
 
 /// A directory removed on drop.
-struct TempDir(PathBuf);
+pub(crate) struct TempDir(PathBuf);
 
 impl TempDir {
-    fn new(what: &str) -> TempDir {
+    pub(crate) fn new(what: &str) -> TempDir {
         static COUNTER: AtomicUsize = AtomicUsize::new(0);
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let nanos = std::time::SystemTime::now()
@@ -446,7 +554,7 @@ impl TempDir {
         TempDir(path)
     }
 
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.0
     }
 }
