@@ -332,7 +332,35 @@ impl RedisCluster {
         run_bounded(&mut create, Duration::from_secs(60));
         let cluster = RedisCluster { nodes };
         cluster.wait_ok();
+        if replicas > 0 {
+            cluster.wait_replicas_synced();
+        }
         cluster
+    }
+
+    /// Waits (bounded) until every replica has finished its first sync with
+    /// its master: a replica that never synced is too far behind to be
+    /// promoted, so a failover test must not start before.
+    fn wait_replicas_synced(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let synced = self.nodes.iter().all(|node| {
+                let mut conn = node.client();
+                let info: String = redis::cmd("INFO")
+                    .arg("replication")
+                    .query(&mut conn)
+                    .unwrap_or_default();
+                info.contains("role:master") || info.contains("master_link_status:up")
+            });
+            if synced {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "cluster replicas did not sync within 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// One `redis://127.0.0.1:PORT/` per node.
@@ -436,6 +464,36 @@ impl RedisCluster {
             }
         }
         out
+    }
+
+    /// The node replicating node `index` now, if any (`ROLE` of each running node).
+    pub fn replica_of(&self, index: usize) -> Option<usize> {
+        let port = self.nodes[index].port;
+        (0..self.nodes.len()).find(|&i| {
+            i != index && self.nodes[i].child.is_some() && {
+                let mut conn = self.nodes[i].client();
+                let role: Vec<redis::Value> =
+                    redis::cmd("ROLE").query(&mut conn).unwrap_or_default();
+                matches!(role.get(2), Some(redis::Value::Int(p)) if *p == i64::from(port))
+            }
+        })
+    }
+
+    /// Waits (bounded) until node `index` reports itself a master: the
+    /// failover that promotes it is done.
+    pub fn wait_promoted(&self, index: usize) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self.is_master(index) {
+            if Instant::now() >= deadline {
+                let mut conn = self.nodes[index].client();
+                let nodes: String = redis::cmd("CLUSTER")
+                    .arg("NODES")
+                    .query(&mut conn)
+                    .unwrap_or_default();
+                panic!("node {index} was not promoted within 30 s:\n{nodes}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// Whether node `index` is a master now (`ROLE`).
