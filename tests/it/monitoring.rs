@@ -286,7 +286,8 @@ impl Load {
     }
 }
 
-/// Runs `round` every [`ROUND_PAUSE`] for `length`; returns the phase's span.
+/// Runs `round` every [`ROUND_PAUSE`] for `length`, and records the phase's
+/// name and span in `phases`.
 macro_rules! phase {
     ($phases:expr, $name:expr, $length:expr, $round:expr) => {{
         let start = unix_now();
@@ -299,11 +300,12 @@ macro_rules! phase {
     }};
 }
 
-async fn wait_for_reload(gate: &Hookgate, result: &str, at_least: f64) {
+/// Waits until `/metrics` counts a reload with `result`.
+async fn wait_for_reload(gate: &Hookgate, result: &str) {
     eventually(&format!("a config reload counted as {result}"), || async {
         let metrics = Metrics::parse(&gate.admin_get("/metrics").await.text());
         match metrics.get("hookgate_config_reloads_total", &[("result", result)]) {
-            Some(n) if n >= at_least => Ok(()),
+            Some(n) if n >= 1.0 => Ok(()),
             other => Err(format!("{other:?}")),
         }
     })
@@ -393,7 +395,7 @@ async fn every_dashboard_panel_and_alert_expression_returns_data_from_a_real_pro
     // A refused reload (the old config keeps serving), then a good one.
     gate.rewrite_config(&config.clone().upstream_timeout("whenever").toml());
     gate.signal("HUP");
-    wait_for_reload(&gate, "failure", 1.0).await;
+    wait_for_reload(&gate, "failure").await;
     phase!(
         phases,
         "reload refused",
@@ -402,7 +404,7 @@ async fn every_dashboard_panel_and_alert_expression_returns_data_from_a_real_pro
     );
     gate.rewrite_config(&config.toml());
     gate.signal("HUP");
-    wait_for_reload(&gate, "success", 1.0).await;
+    wait_for_reload(&gate, "success").await;
     phase!(
         phases,
         "reload applied",
