@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use divan::{Bencher, black_box};
 use hmac::{Hmac, KeyInit, Mac};
-use hookgate::config::secret::Secret;
 use hookgate::config::{Config, SecretSource};
 use hookgate::scheme::Scheme;
+use hookgate::secret::Secret;
 use hookgate::store::memory::MemoryStore;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use sha2::Sha256;
@@ -197,8 +197,8 @@ fn verify_generic(b: Bencher, size: usize) {
 /// What the pipeline does with an id once verified: bound it, then key it.
 #[divan::bench]
 fn event_id_to_nonce_key() -> String {
-    let id = hookgate::pipeline::key_safe_id(black_box("evt_1NG8Du2eZvKYlo2CRkSbt4FG"));
-    hookgate::pipeline::nonce_key("hookgate", "stripe", &id)
+    let id = hookgate::store::keys::key_safe_id(black_box("evt_1NG8Du2eZvKYlo2CRkSbt4FG"));
+    hookgate::store::keys::nonce_key("hookgate", "stripe", &id)
 }
 
 /// Polls a future that never waits (the memory store's verbs) to completion.

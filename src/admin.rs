@@ -18,9 +18,9 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::config::secret::Secret;
 use crate::dlq::{self, Replayer};
 use crate::outcome::Body;
+use crate::secret::Secret;
 use crate::state::State;
 
 /// Largest `POST /dlq/replay` body read.
@@ -194,12 +194,16 @@ struct ReplayRequest {
     source: Option<String>,
 }
 
-/// `Authorization: Bearer <token>`, compared in constant time.
+/// `Authorization: Bearer <token>` (the scheme word in any case, RFC 9110
+/// §11.1), compared in constant time.
 fn authorized(headers: &HeaderMap, token: &Secret) -> bool {
     let Some(given) = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
+        .and_then(|v| {
+            let (scheme, rest) = v.split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then_some(rest)
+        })
     else {
         return false;
     };

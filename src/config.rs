@@ -65,6 +65,15 @@
 //! - `server.max_connections` is greater than zero; `server.request_read_timeout`
 //!   bounds the headers, and then the body, of each request.
 //! - `on_store_error = "forward_unchecked"` needs `delivery = "forward"`.
+//! - Connection bounds: `server.write_timeout` (1 s to 10 min, default 10 s),
+//!   `server.idle_timeout` (1 s to 1 h, default 30 s) and
+//!   `server.max_connection_age` (at least `idle_timeout`, at most 24 h,
+//!   default 5 min); `server.max_response_bytes` (1 KiB to 64 MiB, default
+//!   1 MiB) caps an app answer hookgate buffers.
+//! - `server.underscores_in_headers` is `"drop"` (default: a request header
+//!   whose name holds `_` is removed before anything reads it) or `"forward"`
+//!   (kept, except where it spells a name only hookgate or the framing may
+//!   set); a generic source cannot name a `_` header while they are dropped.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -82,14 +91,14 @@ use crate::scheme::{
 
 pub mod duration;
 mod raw;
-pub mod secret;
+
 #[cfg(test)]
 mod tests;
 
+use crate::secret::Secret;
 use raw::{
     RawAdmin, RawGeneric, RawLocator, RawSecret, RawSecrets, RawServer, RawSource, RawStore,
 };
-use secret::Secret;
 
 /// A validated configuration.
 #[derive(Debug, Clone)]
@@ -113,7 +122,54 @@ pub struct Server {
     /// A sender has this long to send its request headers, and then this long
     /// again for its body (slow clients cost a timer, not a worker).
     pub request_read_timeout: Duration,
+    /// How long the server waits on the client, and how long connections live.
+    pub lifetimes: Lifetimes,
+    /// Largest app answer buffered for the sender; a larger one is relayed
+    /// as its status and headers with an empty body.
+    pub max_response_bytes: usize,
+    /// Keep connections to the app open between requests (off for apps that
+    /// misframe their answers: each request then gets a connection of its own).
+    pub upstream_keepalive: bool,
+    pub underscores_in_headers: Underscores,
     pub tls: Option<Tls>,
+}
+
+/// The three bounds on a connection's life (`crate::server` enforces them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lifetimes {
+    pub write_timeout: Duration,
+    pub idle_timeout: Duration,
+    pub max_connection_age: Duration,
+}
+
+impl Default for Lifetimes {
+    fn default() -> Self {
+        Lifetimes {
+            write_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(30),
+            max_connection_age: Duration::from_secs(300),
+        }
+    }
+}
+
+/// What a source does with a request that fails verification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verification {
+    /// Refused with its `400` (the default).
+    Enforce,
+    /// Forwarded anyway, without `X-Verified-*`, with `X-Hookgate-Unverified:
+    /// <error word>`, and counted under that word; nothing stored.
+    Observe,
+}
+
+/// What happens to request headers whose name holds `_` (servers such as
+/// WSGI and Rack read `X_Foo` as `X-Foo`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Underscores {
+    /// Removed before anything reads them, as nginx does by default.
+    Drop,
+    /// Kept, unless they spell a name only hookgate or the framing may set.
+    Forward,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -194,6 +250,9 @@ pub struct Source {
     pub event_types: Vec<String>,
     pub delivery: Delivery,
     pub on_store_error: OnStoreError,
+    /// Whether a request that fails verification is refused or, while a
+    /// deployment is being checked, forwarded unstamped (DESIGN §3).
+    pub verification: Verification,
     /// Queue delivery: the delay before each retry; when they run out the
     /// event becomes a dead letter.
     pub retry_schedule: Vec<Duration>,
@@ -308,9 +367,13 @@ impl Config {
             secrets,
             problems,
             poisoned: parsed.poisoned,
+            drops_underscores: true,
         };
         let file = parsed.file;
         let server = build_server(&mut c, file.server.as_ref());
+        c.drops_underscores = server
+            .as_ref()
+            .is_none_or(|s| s.underscores_in_headers == Underscores::Drop);
         let admin = build_admin(
             &mut c,
             file.admin.as_ref(),
@@ -400,6 +463,7 @@ const DEFAULT_UPSTREAM_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_MAX_BODY_BYTES: usize = 1_048_576;
 const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 const DEFAULT_REQUEST_READ_TIMEOUT: Duration = Duration::from_secs(10);
+const DEFAULT_MAX_RESPONSE_BYTES: usize = 1024 * 1024;
 const DEFAULT_ADMIN_LISTEN: SocketAddr =
     SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 9090);
 const DEFAULT_NONCE_TTL: Duration = Duration::from_secs(24 * 3600);
@@ -423,6 +487,9 @@ struct Check<'a> {
     problems: Vec<Problem>,
     /// Fields whose value was refused while deserializing.
     poisoned: HashSet<String>,
+    /// Request headers named with `_` are dropped on arrival
+    /// (`server.underscores_in_headers`), so no source may read one.
+    drops_underscores: bool,
 }
 
 impl Check<'_> {
@@ -501,6 +568,33 @@ impl Check<'_> {
         }
     }
 
+    /// A duration inside `range`, or the default when absent.
+    fn duration_within(
+        &mut self,
+        value: Option<&Spanned<String>>,
+        field: &str,
+        default: Duration,
+        range: std::ops::RangeInclusive<Duration>,
+    ) -> Option<Duration> {
+        let d = self.duration(value, field, default)?;
+        if let Some(v) = value
+            && !range.contains(&d)
+        {
+            self.at(
+                v,
+                field,
+                format!(
+                    "\"{}\" is out of range: give {} to {}",
+                    v.get_ref(),
+                    humantime_secs(*range.start()),
+                    humantime_secs(*range.end())
+                ),
+            );
+            return None;
+        }
+        Some(d)
+    }
+
     fn positive(
         &mut self,
         value: Option<&Spanned<i64>>,
@@ -543,6 +637,18 @@ impl Check<'_> {
 
     fn header_name(&mut self, v: &Spanned<String>, field: &str) -> Option<HeaderName> {
         match HeaderName::from_bytes(v.get_ref().as_bytes()) {
+            Ok(h) if self.drops_underscores && h.as_str().contains('_') => {
+                self.at(
+                    v,
+                    field,
+                    format!(
+                        "\"{}\" holds _, and such headers are dropped on arrival; \
+                         set server.underscores_in_headers = \"forward\" to read it",
+                        v.get_ref()
+                    ),
+                );
+                None
+            }
             Ok(h) => Some(h),
             Err(_) => {
                 self.at(
@@ -580,6 +686,27 @@ impl Check<'_> {
                 None
             }
         }
+    }
+}
+
+/// `url` with any `user:password@` part of its authority replaced by `[redacted]@`.
+fn without_userinfo(url: &str) -> String {
+    let start = url.find("://").map_or(0, |i| i + 3);
+    let end = url[start..]
+        .find(['/', '?', '#'])
+        .map_or(url.len(), |i| start + i);
+    match url[start..end].rfind('@') {
+        Some(at) => format!("{}[redacted]{}", &url[..start], &url[start + at..]),
+        None => url.to_owned(),
+    }
+}
+
+/// `d` as whole seconds (`"30s"`), or milliseconds below a second.
+fn humantime_secs(d: Duration) -> String {
+    if d.subsec_millis() == 0 && d.as_secs() > 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}ms", d.as_millis())
     }
 }
 
@@ -640,6 +767,50 @@ fn build_server(c: &mut Check<'_>, raw: Option<&Spanned<RawServer>>) -> Option<S
         "server.request_read_timeout",
         DEFAULT_REQUEST_READ_TIMEOUT,
     );
+    let defaults = Lifetimes::default();
+    let write_timeout = c.duration_within(
+        r.write_timeout.as_ref(),
+        "server.write_timeout",
+        defaults.write_timeout,
+        Duration::from_secs(1)..=Duration::from_secs(600),
+    );
+    let idle_timeout = c.duration_within(
+        r.idle_timeout.as_ref(),
+        "server.idle_timeout",
+        defaults.idle_timeout,
+        Duration::from_secs(1)..=Duration::from_secs(3600),
+    );
+    let max_connection_age = c.duration_within(
+        r.max_connection_age.as_ref(),
+        "server.max_connection_age",
+        defaults.max_connection_age,
+        idle_timeout.unwrap_or(Duration::from_secs(1))..=Duration::from_secs(24 * 3600),
+    );
+    let max_response_bytes = c.positive(
+        r.max_response_bytes.as_ref(),
+        "server.max_response_bytes",
+        DEFAULT_MAX_RESPONSE_BYTES,
+    );
+    let max_response_bytes = match (max_response_bytes, &r.max_response_bytes) {
+        (Some(n), Some(v)) if !(1024..=64 * 1024 * 1024).contains(&n) => {
+            c.at(
+                v,
+                "server.max_response_bytes",
+                format!("{n} is out of range: give 1024 to 67108864 bytes"),
+            );
+            None
+        }
+        (n, _) => n,
+    };
+    let underscores_in_headers = c.word(
+        r.underscores_in_headers.as_ref(),
+        "server.underscores_in_headers",
+        &[
+            ("drop", Underscores::Drop),
+            ("forward", Underscores::Forward),
+        ],
+        Some(Underscores::Drop),
+    );
     let unmatched = c.word(
         r.unmatched.as_ref(),
         "server.unmatched",
@@ -673,14 +844,34 @@ fn build_server(c: &mut Check<'_>, raw: Option<&Spanned<RawServer>>) -> Option<S
         unmatched: unmatched?,
         max_connections: max_connections?,
         request_read_timeout: request_read_timeout?,
+        lifetimes: Lifetimes {
+            write_timeout: write_timeout?,
+            idle_timeout: idle_timeout?,
+            max_connection_age: max_connection_age?,
+        },
+        max_response_bytes: max_response_bytes?,
+        upstream_keepalive: r.upstream_keepalive.as_ref().is_none_or(|v| *v.get_ref()),
+        underscores_in_headers: underscores_in_headers?,
         tls: tls?,
     })
 }
 
 fn upstream_uri(c: &mut Check<'_>, v: &Spanned<String>, listen: Option<SocketAddr>) -> Option<Uri> {
     const FIELD: &str = "server.upstream";
-    let text = v.get_ref();
-    let uri: Uri = match text.parse() {
+    let raw = v.get_ref();
+    // The URL as shown in messages: credentials never appear, even in a
+    // value that fails to parse.
+    let shown = without_userinfo(raw);
+    let text = shown.as_str();
+    if shown != *raw {
+        c.at(
+            v,
+            FIELD,
+            format!("\"{text}\" carries credentials; hookgate does not send them to the app"),
+        );
+        return None;
+    }
+    let uri: Uri = match raw.parse() {
         Ok(u) => u,
         Err(e) => {
             c.at(v, FIELD, format!("\"{text}\" is not a URI ({e})"));
@@ -1041,8 +1232,9 @@ fn build_sources(
                 }
             }
         });
+        // Routing ignores ASCII case, so two paths that differ only in case collide.
         let path = match path {
-            Some((v, p)) => match paths.get(&p) {
+            Some((v, p)) => match paths.get(&p.to_ascii_lowercase()) {
                 Some((other, line)) => {
                     let shown = if *v.get_ref() == p {
                         format!("\"{p}\"")
@@ -1058,7 +1250,7 @@ fn build_sources(
                 }
                 None => {
                     let line = raw::line_of(c.src, v.span().start);
-                    paths.insert(p.clone(), (label.clone(), line));
+                    paths.insert(p.to_ascii_lowercase(), (label.clone(), line));
                     Some(p)
                 }
             },
@@ -1077,6 +1269,7 @@ fn build_sources(
                 event_types: b.event_types,
                 delivery: b.delivery,
                 on_store_error: b.on_store_error,
+                verification: b.verification,
                 retry_schedule: b.retry_schedule,
                 max_in_flight: b.max_in_flight,
                 ordering: b.ordering,
@@ -1136,6 +1329,9 @@ fn normalise_path(text: &str) -> Result<String, String> {
     };
     if http::uri::PathAndQuery::try_from(p).is_err() {
         return Err(format!("\"{text}\" is not a valid URL path"));
+    }
+    if let Err(e) = crate::route::canonical(p) {
+        return Err(format!("\"{text}\" is not a canonical path: {e}"));
     }
     Ok(p.to_owned())
 }
@@ -1197,6 +1393,7 @@ struct SourceBody {
     event_types: Vec<String>,
     delivery: Delivery,
     on_store_error: OnStoreError,
+    verification: Verification,
     retry_schedule: Vec<Duration>,
     max_in_flight: usize,
     ordering: Option<Ordering>,
@@ -1457,6 +1654,15 @@ fn source_body(
             r#""forward_unchecked" needs delivery = "forward": a queued event is stored before the 200, so without the store there is nothing to answer with"#,
         );
     }
+    let verification = c.word(
+        r.verification.as_ref(),
+        &field("verification"),
+        &[
+            ("enforce", Verification::Enforce),
+            ("observe", Verification::Observe),
+        ],
+        Some(Verification::Enforce),
+    );
     // Queue settings: only where hookgate owns the retries.
     let schedule_field = field("retry_schedule");
     let retry_schedule = match &r.retry_schedule {
@@ -1523,6 +1729,7 @@ fn source_body(
         event_types: event_types?,
         delivery: delivery?,
         on_store_error: on_store_error?,
+        verification: verification?,
         retry_schedule: retry_schedule?,
         max_in_flight: max_in_flight?,
         ordering: ordering?,

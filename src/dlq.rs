@@ -45,8 +45,8 @@ use crate::config::Config;
 use crate::forward::Forwarder;
 use crate::metrics::Metrics;
 use crate::ordering::Check;
-use crate::pipeline::nonce_key;
 use crate::queue::{self, Attempt, Envelope};
+use crate::store::keys::nonce_key;
 use crate::store::redis::RedisStore;
 use crate::store::{self, Claim, Store};
 
@@ -55,15 +55,7 @@ pub const FORWARD_FAILURES: u64 = 3;
 /// Entries read per `XRANGE` page.
 const PAGE: usize = 200;
 
-/// `{prefix}:dlq`.
-pub fn stream_key(prefix: &str) -> String {
-    format!("{prefix}:dlq")
-}
-
-/// `{prefix}:fail:{source}:{event_id}`: consecutive forward failures.
-pub fn fail_key(prefix: &str, source: &str, event_id: &str) -> String {
-    format!("{prefix}:fail:{source}:{event_id}")
-}
+pub use crate::store::keys::{dlq_key as stream_key, fail_key};
 
 /// Counts one failure. KEYS[1] = fail key; ARGV[1] = ttl in ms. Returns the count.
 static FAIL: LazyLock<Script> = LazyLock::new(|| {
@@ -136,7 +128,7 @@ impl Dead {
             last_error: e.last_error.clone(),
             received_ms: e.received_ms,
             dead_ms: e.dead_ms,
-            age_secs: (queue::now_ms() - e.received_ms).max(0) / 1000,
+            age_secs: (crate::time::now_ms() - e.received_ms).max(0) / 1000,
         }
     }
 }
@@ -307,9 +299,9 @@ impl Replayer<'_> {
 
         // A forward-mode event may have got through on a sender retry.
         let nonce = if envelope.delivery == "forward" {
-            let key = nonce_key(prefix, &source, &envelope.event_id);
+            let key = nonce_key(prefix, &source, envelope.nonce_id());
             let token = crate::store::lease_token();
-            let lease = server.upstream_timeout.saturating_add(queue::LEASE_MARGIN);
+            let lease = store::keys::lease(server.upstream_timeout);
             match self.store.claim(&key, &token, lease).await? {
                 Claim::Fresh => Some((key, token)),
                 Claim::Done => {
@@ -339,7 +331,7 @@ impl Replayer<'_> {
 
         let outcome = queue::attempt(self.forwarder, server, self.metrics, &envelope).await;
         envelope.attempts = envelope.attempts.saturating_add(1);
-        envelope.last_attempt_ms = Some(queue::now_ms());
+        envelope.last_attempt_ms = Some(crate::time::now_ms());
         let error = match outcome {
             Attempt::Delivered => {
                 if let Some(gate) = &gate

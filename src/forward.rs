@@ -39,19 +39,18 @@ use http::uri::{PathAndQuery, Uri};
 use http::{Method, Response};
 use tokio_rustls::TlsConnector;
 
-use crate::outcome::Body;
+use crate::config::{self, Underscores};
+use crate::outcome::{Body, Outcome};
 
 use self::connect::{Origin, Stream};
 use self::http1::{Encoded, RequestHead};
 use self::pool::Pool;
 
-/// Largest app response hookgate relays; webhook answers are small.
-const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
-
 pub const X_VERIFIED_EVENT_ID: &str = "x-verified-event-id";
 pub const X_VERIFIED_SOURCE: &str = "x-verified-source";
 pub const X_VERIFIED_EVENT_TYPE: &str = "x-verified-event-type";
 const X_VERIFIED_PREFIX: &str = "x-verified-";
+const X_HOOKGATE_PREFIX: &str = "x-hookgate-";
 const X_FORWARDED_FOR: &str = "x-forwarded-for";
 
 // The same names as values: a `&str` name is parsed and validated again on
@@ -60,6 +59,7 @@ const X_VERIFIED_EVENT_ID_NAME: HeaderName = HeaderName::from_static(X_VERIFIED_
 const X_VERIFIED_SOURCE_NAME: HeaderName = HeaderName::from_static(X_VERIFIED_SOURCE);
 const X_VERIFIED_EVENT_TYPE_NAME: HeaderName = HeaderName::from_static(X_VERIFIED_EVENT_TYPE);
 const X_FORWARDED_FOR_NAME: HeaderName = HeaderName::from_static(X_FORWARDED_FOR);
+const X_HOOKGATE_UNVERIFIED_NAME: HeaderName = HeaderName::from_static("x-hookgate-unverified");
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -67,6 +67,28 @@ pub enum Error {
     Unavailable(String),
     #[error("app did not answer within {0:?}")]
     Timeout(Duration),
+}
+
+/// The one mapping of a failed forward to its status-table row.
+impl From<&Error> for Outcome {
+    fn from(e: &Error) -> Self {
+        match e {
+            Error::Timeout(_) => Outcome::UpstreamTimeout,
+            Error::Unavailable(_) => Outcome::UpstreamUnavailable,
+        }
+    }
+}
+
+/// What hookgate adds to a forwarded request about its verification.
+#[derive(Debug, Clone, Copy)]
+pub enum Mark<'a> {
+    /// Verified: the `X-Verified-*` stamp.
+    Verified(Stamp<'a>),
+    /// Failed verification in observe mode: `X-Hookgate-Unverified` with
+    /// the error word the request would have been refused with.
+    Unverified(&'static str),
+    /// Not a source's path (`unmatched = "forward"`): nothing.
+    Unmatched,
 }
 
 /// What hookgate vouches for, added to a forwarded request.
@@ -108,22 +130,37 @@ impl Forwarder {
         }
     }
 
-    /// Sends `parts` + `body` to `upstream`, keeping the path and query, and
-    /// returns the app's whole answer.
+    /// Sends `parts` + `body` to the app `server` names, keeping the path and
+    /// query, and returns the app's whole answer (its body cut to nothing past
+    /// `server.max_response_bytes`).
     pub async fn send(
         &self,
-        upstream: &Uri,
-        timeout: Duration,
+        server: &config::Server,
         parts: &http::request::Parts,
         body: Bytes,
         peer: Option<IpAddr>,
-        stamp: Option<Stamp<'_>>,
+        mark: Mark<'_>,
     ) -> Result<Response<Body>, Error> {
+        let upstream = &server.upstream;
+        let timeout = server.upstream_timeout;
         let origin = Origin::of(upstream).map_err(|e| Error::Unavailable(e.to_string()))?;
         let target = request_target(upstream, parts.uri.path_and_query());
-        let request = encode(parts, &target, origin.authority, &body, peer, stamp);
-        let head_request = parts.method == Method::HEAD;
-        match tokio::time::timeout(timeout, self.exchange(&origin, &request, head_request)).await {
+        let keepalive = server.upstream_keepalive;
+        let request = encode(
+            parts,
+            &target,
+            origin.authority,
+            &body,
+            peer,
+            mark,
+            keepalive,
+        );
+        let exchange = Exchange {
+            head_request: parts.method == Method::HEAD,
+            keepalive,
+            limit: server.max_response_bytes,
+        };
+        match tokio::time::timeout(timeout, self.exchange(&origin, &request, exchange)).await {
             Ok(result) => result,
             Err(_) => Err(Error::Timeout(timeout)),
         }
@@ -135,9 +172,14 @@ impl Forwarder {
         &self,
         origin: &Origin<'_>,
         request: &Encoded<'_>,
-        head_request: bool,
+        exchange: Exchange,
     ) -> Result<Response<Body>, Error> {
-        let (mut stream, mut reused) = match self.inner.pool.checkout(origin) {
+        let pooled = if exchange.keepalive {
+            self.inner.pool.checkout(origin)
+        } else {
+            None
+        };
+        let (mut stream, mut reused) = match pooled {
             Some(stream) => (stream, true),
             None => (self.connect(origin).await?, false),
         };
@@ -154,11 +196,18 @@ impl Forwarder {
                 }
             }
         }
-        let answer = http1::read_response(&mut stream, head_request, MAX_RESPONSE_BYTES)
+        let answer = http1::read_response(&mut stream, exchange.head_request, exchange.limit)
             .await
             .map_err(|e| Error::Unavailable(format!("reading the app's response: {e}")))?;
-        if answer.reusable {
+        if answer.reusable && exchange.keepalive {
             self.inner.pool.checkin(origin, stream);
+        }
+        if answer.truncated {
+            tracing::warn!(
+                status = answer.response.status().as_u16(),
+                limit = exchange.limit,
+                "the app's answer is over server.max_response_bytes: relayed without its body"
+            );
         }
         let mut response = answer.response;
         strip_hop_by_hop(response.headers_mut());
@@ -175,15 +224,28 @@ impl Forwarder {
     }
 }
 
+/// How one exchange reads its answer.
+#[derive(Clone, Copy)]
+struct Exchange {
+    /// The request was a HEAD: its answer has no body whatever it says.
+    head_request: bool,
+    /// The connection may be kept for the next request.
+    keepalive: bool,
+    /// Largest body buffered.
+    limit: usize,
+}
+
 /// The request as it goes to the app: the sender's end-to-end headers, then
-/// `X-Forwarded-For`, then what hookgate vouches for.
+/// `X-Forwarded-For`, then what hookgate vouches for; `Connection: close`
+/// when the connection is not to be kept.
 fn encode<'b>(
     parts: &http::request::Parts,
     target: &str,
     host: &str,
     body: &'b [u8],
     peer: Option<IpAddr>,
-    stamp: Option<Stamp<'_>>,
+    mark: Mark<'_>,
+    keepalive: bool,
 ) -> Encoded<'b> {
     let mut head = RequestHead::new(&parts.method, target, body.len());
     let forwarded_for = peer.map(|ip| forwarded_for(&parts.headers, ip));
@@ -197,10 +259,17 @@ fn encode<'b>(
     if let Some(value) = &forwarded_for {
         head.add(&X_FORWARDED_FOR_NAME, value.as_bytes());
     }
-    if let Some(stamp) = stamp {
-        for (name, value) in stamp_headers(stamp) {
-            head.add(&name, value.as_bytes());
+    match mark {
+        Mark::Verified(stamp) => {
+            for (name, value) in stamp_headers(stamp) {
+                head.add(&name, value.as_bytes());
+            }
         }
+        Mark::Unverified(word) => head.add(&X_HOOKGATE_UNVERIFIED_NAME, word.as_bytes()),
+        Mark::Unmatched => {}
+    }
+    if !keepalive {
+        head.add(&header::CONNECTION, b"close");
     }
     head.finish(host, body)
 }
@@ -222,8 +291,13 @@ fn request_target<'a>(upstream: &Uri, path_and_query: Option<&'a PathAndQuery>) 
 /// `Connection` header lists. Matched as text (names are lowercase): this
 /// runs for every header of every request and response.
 fn is_hop_by_hop(name: &HeaderName, connection_listed: &[HeaderName]) -> bool {
+    is_hop_by_hop_name(name.as_str()) || connection_listed.contains(name)
+}
+
+/// The fixed hop-by-hop names of [`is_hop_by_hop`].
+fn is_hop_by_hop_name(name: &str) -> bool {
     matches!(
-        name.as_str(),
+        name,
         "connection"
             | "keep-alive"
             | "proxy-connection"
@@ -233,7 +307,7 @@ fn is_hop_by_hop(name: &HeaderName, connection_listed: &[HeaderName]) -> bool {
             | "trailer"
             | "transfer-encoding"
             | "upgrade"
-    ) || connection_listed.contains(name)
+    )
 }
 
 fn connection_listed(headers: &HeaderMap) -> Vec<HeaderName> {
@@ -246,13 +320,15 @@ fn connection_listed(headers: &HeaderMap) -> Vec<HeaderName> {
         .collect()
 }
 
-/// The end-to-end headers of a client request, in order: hop-by-hop ones
-/// and any `X-Verified-*` a client sent (only hookgate may set those) are
-/// left out.
+/// The end-to-end headers of a client request, in order: hop-by-hop ones,
+/// `Expect` (the body is already here: an app told to expect it could answer
+/// before reading it) and any of ours a client sent (only hookgate may set
+/// those) are left out.
 fn end_to_end(from: &HeaderMap) -> impl Iterator<Item = (&HeaderName, &HeaderValue)> {
     let listed = connection_listed(from);
-    from.iter()
-        .filter(move |(name, _)| !is_hop_by_hop(name, &listed) && !is_verified_header(name))
+    from.iter().filter(move |(name, _)| {
+        !is_hop_by_hop(name, &listed) && *name != header::EXPECT && !is_ours(name.as_str())
+    })
 }
 
 pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
@@ -270,18 +346,47 @@ pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
     }
 }
 
-pub fn is_verified_header(name: &HeaderName) -> bool {
-    name.as_str().starts_with(X_VERIFIED_PREFIX)
+/// Whether `name` is one only hookgate sets: `X-Verified-*` (what it vouches
+/// for) and `X-Hookgate-*` (what it reports, such as `X-Hookgate-Unverified`).
+/// Names are lowercase here.
+fn is_ours(name: &str) -> bool {
+    name.starts_with(X_VERIFIED_PREFIX) || name.starts_with(X_HOOKGATE_PREFIX)
 }
 
-/// Removes every client-sent `X-Verified-*` header.
-pub fn strip_verified(headers: &mut HeaderMap) {
-    if !headers.keys().any(is_verified_header) {
+/// Whether a client-sent header `name` must go before anything reads it:
+/// one of ours ([`is_ours`]) in any spelling, `_` for `-` included (WSGI and
+/// Rack read `X_Verified_Source` as `X-Verified-Source`); with `_` spelling a
+/// framing or connection name (`Transfer_Encoding`, `Content_Length`,
+/// `Host`); and under [`Underscores::Drop`], any name holding `_`.
+pub fn is_spoofable(name: &HeaderName, underscores: Underscores) -> bool {
+    let text = name.as_str();
+    if is_ours(text) {
+        return true;
+    }
+    if !text.contains('_') {
+        return false;
+    }
+    if underscores == Underscores::Drop {
+        return true;
+    }
+    let dashed = text.replace('_', "-");
+    is_ours(&dashed)
+        || is_hop_by_hop_name(&dashed)
+        || matches!(
+            dashed.as_str(),
+            "content-length" | "host" | "expect" | X_FORWARDED_FOR
+        )
+}
+
+/// Removes every client-sent header that [`is_spoofable`] names. Runs first
+/// on every request, whatever its path.
+pub fn strip_spoofable(headers: &mut HeaderMap, underscores: Underscores) {
+    if !headers.keys().any(|name| is_spoofable(name, underscores)) {
         return;
     }
     let doomed: Vec<HeaderName> = headers
         .keys()
-        .filter(|name| is_verified_header(name))
+        .filter(|name| is_spoofable(name, underscores))
         .cloned()
         .collect();
     for name in doomed {
@@ -424,7 +529,15 @@ mod tests {
             event_type: Some("invoice.paid"),
         };
         let peer = Some("10.1.2.3".parse().expect("ip"));
-        let encoded = encode(&parts, "/hooks/a?b=c", "app:3000", b"{}", peer, Some(stamp));
+        let encoded = encode(
+            &parts,
+            "/hooks/a?b=c",
+            "app:3000",
+            b"{}",
+            peer,
+            Mark::Verified(stamp),
+            true,
+        );
         assert_eq!(
             wire(&encoded),
             "POST /hooks/a?b=c HTTP/1.1\r\n\
@@ -445,7 +558,7 @@ mod tests {
     #[test]
     fn without_a_peer_or_stamp_only_the_senders_headers_go() {
         let parts = request(&[("x-forwarded-for", b"203.0.113.9")]);
-        let encoded = encode(&parts, "/", "app:3000", b"", None, None);
+        let encoded = encode(&parts, "/", "app:3000", b"", None, Mark::Unmatched, true);
         assert_eq!(
             wire(&encoded),
             "POST / HTTP/1.1\r\n\
@@ -463,7 +576,15 @@ mod tests {
             source: "s",
             event_type: Some("t\u{7f}"),
         };
-        let text = wire(&encode(&parts, "/", "app", b"", None, Some(stamp)));
+        let text = wire(&encode(
+            &parts,
+            "/",
+            "app",
+            b"",
+            None,
+            Mark::Verified(stamp),
+            true,
+        ));
         assert!(!text.contains("x-injected"), "{text}");
         assert!(!text.contains("x-verified-event-id"), "{text}");
         assert!(!text.contains("x-verified-event-type"), "{text}");

@@ -35,9 +35,11 @@ pub mod queue;
 pub mod reload;
 pub mod route;
 pub mod scheme;
+pub mod secret;
 pub mod server;
 pub mod state;
 pub mod store;
+pub mod time;
 pub mod tls;
 
 use std::sync::Arc;
@@ -76,11 +78,12 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
         }
     }
     let readiness = Arc::new(Readiness::default());
-    let limits = |listener: &'static str, max_connections, header_read_timeout| {
+    let limits = |listener: &'static str, max_connections, header_read_timeout, lifetimes| {
         let label = metrics::ListenerLabel { listener };
         server::Limits {
             max_connections,
             header_read_timeout,
+            lifetimes,
             open: state.metrics.connections_open.get_or_create(&label).clone(),
             rejected: state
                 .metrics
@@ -95,11 +98,13 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
         "public",
         server_config.max_connections,
         server_config.request_read_timeout,
+        server_config.lifetimes,
     );
     let admin_limits = limits(
         "admin",
         ADMIN_MAX_CONNECTIONS,
         server_config.request_read_timeout,
+        server::Lifetimes::default(),
     );
     if state.store.as_redis().is_none() {
         tracing::warn!(
@@ -172,9 +177,18 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
 
 /// Opens the store `[store]` asks for. Redis connects lazily: hookgate starts
 /// (and answers 503) even while Redis is still coming up. Call inside a Tokio runtime.
-pub fn open_store(config: &config::Store) -> Result<store::Store, store::Error> {
+///
+/// With several sources, one source's nonces may fill at most half the
+/// memory store, so a flood on one leaves room for the others.
+pub fn open_store(config: &config::Config) -> Result<store::Store, store::Error> {
+    let sources = config.sources.len();
+    let config = &config.store;
     match &config.kind {
-        config::StoreKind::Memory => Ok(store::Store::memory(config.memory_max_entries)),
+        config::StoreKind::Memory => {
+            let max = config.memory_max_entries;
+            let per_source = if sources > 1 { max / 2 } else { max };
+            Ok(store::Store::memory(max, per_source))
+        }
         config::StoreKind::Redis { url } => store::Store::redis(url),
         config::StoreKind::RedisCluster { urls } => store::Store::redis_cluster(urls),
     }

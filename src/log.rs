@@ -250,16 +250,7 @@ fn write_timestamp(w: &mut impl fmt::Write, now: SystemTime) -> fmt::Result {
     let secs = since.as_secs();
     let days = i64::try_from(secs / 86_400).unwrap_or(0);
     let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (H. Hinnant's days_from_civil inverse).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (year, month, day) = crate::time::civil_from_days(days);
     // Digits placed by hand: through `write!` and its padding this was a
     // quarter of the line's cost.
     let mut out = *b"0000-00-00T00:00:00.000000Z";

@@ -108,7 +108,7 @@ async fn serve(path: PathBuf) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let store = match hookgate::open_store(&config.store) {
+    let store = match hookgate::open_store(&config) {
         Ok(store) => store,
         Err(e) => {
             tracing::error!(error = %e, "cannot open the store");
@@ -287,7 +287,7 @@ async fn dlq(path: &Path, source: Option<&str>, action: DlqAction) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let store = match hookgate::open_store(&config.store) {
+    let store = match hookgate::open_store(&config) {
         Ok(store) => store,
         Err(e) => {
             eprintln!("hookgate dlq: {e}");

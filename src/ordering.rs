@@ -22,8 +22,9 @@
 //! is held, try again a second later without counting an attempt.
 
 use crate::config::Ordering;
-use crate::pipeline::key_safe_id;
+use crate::store::keys::{self, key_safe_id};
 use crate::store::{self, Store};
+use crate::time;
 
 /// Where an event sits in its resource's history.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,15 +80,14 @@ impl Gate {
         })
     }
 
-    /// `{prefix}:ver:{source}:{resource}` (DESIGN §5).
+    /// Where the app's accepted version of this resource is kept.
     pub fn version_key(&self, prefix: &str, source: &str) -> String {
-        format!("{prefix}:ver:{source}:{}", self.resource)
+        keys::version_key(prefix, source, &self.resource)
     }
 
-    /// `{prefix}:verlock:{source}:{resource}`: held while one event of the
-    /// resource is between its check and its move.
+    /// The resource's lease while one version is on its way.
     pub fn lock_key(&self, prefix: &str, source: &str) -> String {
-        format!("{prefix}:verlock:{source}:{}", self.resource)
+        keys::version_lock_key(prefix, source, &self.resource)
     }
 
     /// Compares with the stored version.
@@ -142,103 +142,9 @@ fn parse_integer(s: &str) -> Option<i128> {
     s.parse().ok()
 }
 
-/// `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)` as unix nanoseconds. `t` and
-/// `z` may be lower case and the `T` a space (RFC 3339 §5.6 allows both).
-/// Leap seconds (`:60`) count as the next second. More than nine fraction
-/// digits are truncated.
+/// A resource version written as RFC 3339, in unix nanoseconds (a zone is required).
 pub fn parse_rfc3339(s: &str) -> Option<i128> {
-    let b = s.as_bytes();
-    if b.len() < 20 {
-        return None;
-    }
-    let num = |range: std::ops::Range<usize>| -> Option<i64> {
-        let part = b.get(range)?;
-        if !part.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        std::str::from_utf8(part).ok()?.parse().ok()
-    };
-    let year = num(0..4)?;
-    let month = num(5..7)?;
-    let day = num(8..10)?;
-    let hour = num(11..13)?;
-    let minute = num(14..16)?;
-    let second = num(17..19)?;
-    if b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
-        return None;
-    }
-    if b[13] != b':' || b[16] != b':' {
-        return None;
-    }
-    if !(1..=12).contains(&month)
-        || day < 1
-        || day > days_in_month(year, month)
-        || hour > 23
-        || minute > 59
-        || second > 60
-    {
-        return None;
-    }
-    let mut i = 19;
-    let mut nanos: i64 = 0;
-    if b.get(i) == Some(&b'.') {
-        i += 1;
-        let start = i;
-        while b.get(i).is_some_and(u8::is_ascii_digit) {
-            if i - start < 9 {
-                nanos = nanos * 10 + i64::from(b[i] - b'0');
-            }
-            i += 1;
-        }
-        let n = i - start;
-        if n == 0 {
-            return None;
-        }
-        for _ in n..9 {
-            nanos *= 10;
-        }
-    }
-    let offset_secs: i64 = match b.get(i) {
-        Some(b'Z' | b'z') if i + 1 == b.len() => 0,
-        Some(sign @ (b'+' | b'-')) if i + 6 == b.len() && b[i + 3] == b':' => {
-            let oh = num(i + 1..i + 3)?;
-            let om = num(i + 4..i + 6)?;
-            if oh > 23 || om > 59 {
-                return None;
-            }
-            let o = oh * 3600 + om * 60;
-            if *sign == b'-' { -o } else { o }
-        }
-        _ => return None,
-    };
-    let days = days_from_civil(year, month, day);
-    let secs = days * 86_400 + hour * 3600 + minute * 60 + second - offset_secs;
-    Some(i128::from(secs) * 1_000_000_000 + i128::from(nanos))
-}
-
-fn is_leap(year: i64) -> bool {
-    (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
-}
-
-fn days_in_month(year: i64, month: i64) -> i64 {
-    match month {
-        2 if is_leap(year) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
-/// `days_from_civil`).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    time::rfc3339_nanos(s.as_bytes(), time::Zone::Required)
 }
 
 #[cfg(test)]

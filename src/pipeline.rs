@@ -11,36 +11,29 @@
 //! pipeline runs without a socket in tests. Each request ends in exactly one
 //! [`Outcome`], logged once and counted once.
 
-use std::borrow::Cow;
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Method, Request, Response};
 use http_body_util::{BodyExt, Limited};
 use sha2::{Digest, Sha256};
 
-use crate::config::{Delivery, OnStoreError, Source, Unmatched};
+use crate::config::{Delivery, OnStoreError, Source, Unmatched, Verification};
 use crate::dlq;
-use crate::forward::{self, Stamp};
+use crate::forward::{self, Mark, Stamp};
 use crate::ordering::{Check, Gate};
 use crate::outcome::{Body, Outcome};
 use crate::queue::{self, Envelope, Received};
-use crate::scheme::Verified;
+use crate::scheme::{Error, Verified};
 use crate::state::{Runtime, State};
 use crate::store::Claim;
+use crate::store::keys::{self, key_safe_id, nonce_key};
+use crate::time::{unix_now, unix_now_f64};
 
 mod detach;
 use detach::{Detachable, Panicked};
-
-/// How much longer than `upstream_timeout` a nonce lease lives, so the lease
-/// outlasts the request holding it but a crashed replica blocks an event briefly.
-const LEASE_MARGIN: Duration = Duration::from_secs(5);
-
-/// Event ids longer than this (or holding control characters) are stored and
-/// stamped as their SHA-256, so a hostile id can't make huge or odd keys.
-const MAX_EVENT_ID_LEN: usize = 256;
 
 /// A commit that fails (Redis died just after the app's 2xx) is tried again
 /// in the background for this long, every [`COMMIT_RETRY_EVERY`], so that a
@@ -62,7 +55,13 @@ where
 {
     let runtime = state.runtime();
     let (mut parts, body) = request.into_parts();
-    forward::strip_verified(&mut parts.headers);
+    let server = &runtime.config.server;
+    forward::strip_spoofable(&mut parts.headers, server.underscores_in_headers);
+    if let Err(e) = crate::route::origin_form(&mut parts) {
+        tracing::debug!(reason = %e, "request target refused");
+        log_unmatched(state, &parts, &Outcome::BadRequest);
+        return Outcome::BadRequest.response();
+    }
 
     let Some(index) = runtime.router.route(parts.uri.path()) else {
         // Boxed: its forward would otherwise size every request's future,
@@ -84,7 +83,6 @@ where
         }
         return finish(state, source, None, Outcome::MethodNotAllowed, None);
     }
-    let server = &runtime.config.server;
     let body = match read_body(
         body,
         &parts.headers,
@@ -107,7 +105,12 @@ where
         Ok(verified) => verified,
         Err(e) => {
             tracing::debug!(source = %source.name, reason = %e, "verification failed");
-            return finish(state, source, None, Outcome::from(&e), None);
+            let outcome = Outcome::from(&e);
+            if source.verification == Verification::Observe && !matches!(e, Error::MalformedBody(_))
+            {
+                return observe(state, server, source, &parts, body, peer, outcome).await;
+            }
+            return finish(state, source, None, outcome, None);
         }
     };
     state
@@ -166,13 +169,23 @@ async fn deliver(
     let source = &runtime.config.sources[index];
     let server = &runtime.config.server;
     let event_id = key_safe_id(&verified.event_id);
-    let key = nonce_key(&runtime.config.store.key_prefix, &source.name, &event_id);
+    // An id the signature does not cover names the event but cannot tell
+    // copies apart: the same signed bytes under a fresh id are the same event.
+    let body_digest;
+    let nonce_id: &str = if source.scheme.signs_event_id() {
+        &event_id
+    } else {
+        body_digest = hex::encode(Sha256::digest(&body));
+        &body_digest
+    };
+    let key = nonce_key(&runtime.config.store.key_prefix, &source.name, nonce_id);
     let token = crate::store::lease_token();
-    let lease = server.upstream_timeout.saturating_add(LEASE_MARGIN);
+    let lease = keys::lease(server.upstream_timeout);
     let ev = Event {
         source,
         verified: &verified,
         event_id: &event_id,
+        nonce_id,
         nonce: &key,
         token: &token,
     };
@@ -192,11 +205,7 @@ async fn deliver(
             state.metrics.store_errors.inc();
             tracing::warn!(source = %source.name, event_id = %event_id, error = %e, "nonce claim failed");
             if source.on_store_error == OnStoreError::ForwardUnchecked {
-                let stamp = Stamp {
-                    event_id: &event_id,
-                    source: &source.name,
-                    event_type: verified.event_type.as_deref(),
-                };
+                let stamp = stamp(source, &event_id, &verified);
                 return forward_unchecked(
                     state, runtime, source, &parts, body, &verified, stamp, peer,
                 )
@@ -237,22 +246,11 @@ async fn deliver(
         return finish(state, source, Some(&verified), outcome, None);
     }
 
-    let stamp = Stamp {
-        event_id: &event_id,
-        source: &source.name,
-        event_type: verified.event_type.as_deref(),
-    };
+    let stamp = stamp(source, &event_id, &verified);
     let started = std::time::Instant::now();
     let sent = state
         .forwarder
-        .send(
-            &server.upstream,
-            server.upstream_timeout,
-            &parts,
-            body.clone(),
-            peer,
-            Some(stamp),
-        )
+        .send(server, &parts, body.clone(), peer, Mark::Verified(stamp))
         .await;
     let elapsed = started.elapsed().as_secs_f64();
 
@@ -324,10 +322,7 @@ async fn deliver(
             tracing::warn!(source = %source.name, event_id = %event_id, error = %e, "forward failed");
             unlock(state, source, lock, &event_id).await;
             release(state, source, &key, &token, &event_id).await;
-            let outcome = match e {
-                forward::Error::Timeout(_) => Outcome::UpstreamTimeout,
-                forward::Error::Unavailable(_) => Outcome::UpstreamUnavailable,
-            };
+            let outcome = Outcome::from(&e);
             let response = finish(state, source, Some(&verified), outcome, None);
             (response, e.to_string())
         }
@@ -336,6 +331,7 @@ async fn deliver(
     let received = Received {
         source,
         event_id: &event_id,
+        nonce_id,
         event_type: verified.event_type.as_deref(),
         signed_at: verified.timestamp,
         peer,
@@ -345,12 +341,27 @@ async fn deliver(
     response
 }
 
+/// What hookgate vouches for about a verified event: its id, its source, and
+/// its type only when the signature covers it.
+fn stamp<'a>(source: &'a Source, event_id: &'a str, verified: &'a Verified) -> Stamp<'a> {
+    Stamp {
+        event_id,
+        source: &source.name,
+        event_type: verified
+            .event_type
+            .as_deref()
+            .filter(|_| source.scheme.signs_event_type()),
+    }
+}
+
 /// What the steps after the claim share about the event.
 struct Event<'a> {
     source: &'a Source,
     verified: &'a Verified,
     event_id: &'a str,
-    /// The nonce key and this request's token in it.
+    /// What the nonce is keyed by (the event id, or the body's digest where
+    /// the id is unsigned), the nonce key, and this request's token in it.
+    nonce_id: &'a str,
     nonce: &'a str,
     token: &'a str,
 }
@@ -433,6 +444,7 @@ async fn enqueue(
     let received = Received {
         source,
         event_id: ev.event_id,
+        nonce_id: ev.nonce_id,
         event_type: ev.verified.event_type.as_deref(),
         signed_at: ev.verified.timestamp,
         peer,
@@ -467,7 +479,7 @@ async fn count_failure(state: &State, runtime: &Runtime, mut envelope: Envelope,
         return;
     };
     let prefix = &runtime.config.store.key_prefix;
-    let key = dlq::fail_key(prefix, &envelope.source, &envelope.event_id);
+    let key = keys::fail_key(prefix, &envelope.source, &envelope.event_id);
     let count = match dlq::record_failure(redis, &key, runtime.config.store.nonce_ttl).await {
         Ok(count) => count,
         Err(e) => {
@@ -481,7 +493,7 @@ async fn count_failure(state: &State, runtime: &Runtime, mut envelope: Envelope,
     }
     envelope.attempts = u32::try_from(count).unwrap_or(u32::MAX);
     envelope.last_error = Some(error);
-    envelope.last_attempt_ms = Some(queue::now_ms());
+    envelope.last_attempt_ms = Some(crate::time::now_ms());
     envelope.dead_ms = envelope.last_attempt_ms;
     match dlq::add(redis, prefix, &envelope).await {
         Ok(id) => {
@@ -528,6 +540,43 @@ fn retry_commit(state: &Arc<State>, key: String, ttl: Duration, source: String) 
     });
 }
 
+/// Observe mode (DESIGN §3): a request that failed verification goes to the
+/// app anyway, without a stamp, marked `X-Hookgate-Unverified: <word>`, and
+/// is counted and logged under `outcome`'s word. Nothing is stored for it.
+async fn observe(
+    state: &State,
+    server: &crate::config::Server,
+    source: &Source,
+    parts: &http::request::Parts,
+    body: Bytes,
+    peer: Option<IpAddr>,
+    outcome: Outcome,
+) -> Response<Body> {
+    let started = std::time::Instant::now();
+    let sent = state
+        .forwarder
+        .send(server, parts, body, peer, Mark::Unverified(outcome.code()))
+        .await;
+    let elapsed = started.elapsed().as_secs_f64();
+    match sent {
+        Ok(response) => {
+            let class = crate::metrics::status_class(response.status());
+            state
+                .metrics
+                .upstream_response(&source.name, class, elapsed);
+            finish(state, source, None, outcome, Some(response))
+        }
+        Err(e) => {
+            state
+                .metrics
+                .upstream_response(&source.name, "error", elapsed);
+            tracing::warn!(source = %source.name, error = %e, "forward failed");
+            let failed = Outcome::from(&e);
+            finish(state, source, None, outcome, Some(failed.response()))
+        }
+    }
+}
+
 /// The store failed and the source prefers availability: forward the verified
 /// event without the duplicate check (and without touching the store again).
 #[allow(clippy::too_many_arguments)]
@@ -546,14 +595,7 @@ async fn forward_unchecked(
     let started = std::time::Instant::now();
     let sent = state
         .forwarder
-        .send(
-            &server.upstream,
-            server.upstream_timeout,
-            parts,
-            body,
-            peer,
-            Some(stamp),
-        )
+        .send(server, parts, body, peer, Mark::Verified(stamp))
         .await;
     let elapsed = started.elapsed().as_secs_f64();
     match sent {
@@ -571,10 +613,7 @@ async fn forward_unchecked(
                 .metrics
                 .upstream_response(&source.name, "error", elapsed);
             tracing::warn!(source = %source.name, event_id = %stamp.event_id, error = %e, "forward failed");
-            let outcome = match e {
-                forward::Error::Timeout(_) => Outcome::UpstreamTimeout,
-                forward::Error::Unavailable(_) => Outcome::UpstreamUnavailable,
-            };
+            let outcome = Outcome::from(&e);
             finish(state, source, Some(verified), outcome, None)
         }
     }
@@ -616,22 +655,14 @@ where
             Ok(body) => {
                 let sent = state
                     .forwarder
-                    .send(
-                        &server.upstream,
-                        server.upstream_timeout,
-                        &parts,
-                        body,
-                        peer,
-                        None,
-                    )
+                    .send(server, &parts, body, peer, Mark::Unmatched)
                     .await;
                 match sent {
                     Ok(response) => {
                         log_unmatched(state, &parts, &Outcome::Unmatched);
                         return response;
                     }
-                    Err(forward::Error::Timeout(_)) => Outcome::UpstreamTimeout,
-                    Err(forward::Error::Unavailable(_)) => Outcome::UpstreamUnavailable,
+                    Err(e) => Outcome::from(&e),
                 }
             }
         },
@@ -707,69 +738,5 @@ where
             tracing::debug!(error = %e, "reading the request body failed");
             Err(Outcome::BadRequest)
         }
-    }
-}
-
-/// `{prefix}:nonce:{source}:{event_id}` (DESIGN §4).
-pub fn nonce_key(prefix: &str, source: &str, event_id: &str) -> String {
-    // Built by hand: `format!` costs more than the three copies.
-    let mut key = String::with_capacity(prefix.len() + source.len() + event_id.len() + 8);
-    key.push_str(prefix);
-    key.push_str(":nonce:");
-    key.push_str(source);
-    key.push(':');
-    key.push_str(event_id);
-    key
-}
-
-/// The event id as stored and stamped: itself when short and printable, its
-/// SHA-256 (`sha256:<hex>`) otherwise.
-pub fn key_safe_id(id: &str) -> Cow<'_, str> {
-    if id.len() <= MAX_EVENT_ID_LEN && !id.chars().any(char::is_control) {
-        Cow::Borrowed(id)
-    } else {
-        Cow::Owned(format!(
-            "sha256:{}",
-            hex::encode(Sha256::digest(id.as_bytes()))
-        ))
-    }
-}
-
-fn unix_now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
-}
-
-fn unix_now_f64() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hostile_ids_become_bounded_keys() {
-        assert_eq!(key_safe_id("evt_123"), "evt_123");
-        assert_eq!(key_safe_id("a:b*c"), "a:b*c");
-        let long = "x".repeat(10_000);
-        let safe = key_safe_id(&long);
-        assert!(safe.starts_with("sha256:") && safe.len() == 7 + 64);
-        assert!(key_safe_id("a\nb").starts_with("sha256:"));
-        assert!(key_safe_id("a\0b").starts_with("sha256:"));
-        assert_ne!(key_safe_id("a\nb"), key_safe_id("a\nc"));
-    }
-
-    #[test]
-    fn nonce_key_layout() {
-        assert_eq!(
-            nonce_key("hookgate", "stripe", "evt_1"),
-            "hookgate:nonce:stripe:evt_1"
-        );
     }
 }

@@ -48,12 +48,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{self, Delivery, Source};
 use crate::dlq;
-use crate::forward::{self, Forwarder, Stamp};
+use crate::forward::{self, Forwarder, Mark, Stamp};
 use crate::metrics::Metrics;
 use crate::ordering::{Check, Gate};
 use crate::state::State;
 use crate::store::redis::RedisStore;
-use crate::store::{self, Claim};
+use crate::store::{self, Claim, keys};
+use crate::time::now_ms;
 
 /// The consumer group every replica's workers join.
 pub const GROUP: &str = "hookgate";
@@ -61,9 +62,6 @@ pub const GROUP: &str = "hookgate";
 pub const POLL: Duration = Duration::from_millis(100);
 /// How often a worker looks for entries a dead replica left pending.
 const RECLAIM_EVERY: Duration = Duration::from_secs(1);
-/// How much longer than `upstream_timeout` an entry must sit unacknowledged
-/// before another worker takes it over (the same margin as the nonce lease).
-pub const LEASE_MARGIN: Duration = Duration::from_secs(5);
 /// When another event of the same resource is being delivered, try again
 /// after this (not counted as an attempt).
 const ORDER_WAIT: Duration = Duration::from_secs(1);
@@ -76,15 +74,7 @@ const ERROR_BACKOFF: Duration = Duration::from_secs(1);
 /// How often the supervisor looks for queue sources added by a reload.
 const SUPERVISE_EVERY: Duration = Duration::from_secs(2);
 
-/// `{prefix}:queue:{<source>}`.
-pub fn stream_key(prefix: &str, source: &str) -> String {
-    format!("{prefix}:queue:{{{source}}}")
-}
-
-/// `{prefix}:queue:{<source>}:delayed`.
-pub fn delayed_key(prefix: &str, source: &str) -> String {
-    format!("{prefix}:queue:{{{source}}}:delayed")
-}
+pub use crate::store::keys::{delayed_key, queue_key as stream_key};
 
 /// Removes a delivered (or given up) entry. KEYS[1] = stream; ARGV[1] = group,
 /// ARGV[2] = entry id.
@@ -155,6 +145,13 @@ pub struct Envelope {
     pub event_id: String,
     #[serde(default)]
     pub event_type: Option<String>,
+    /// What the event's nonce is keyed by, when not `event_id` (an unsigned
+    /// id: the body's digest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nonce_id: Option<String>,
+    /// Whether the signature covers `event_type`, so it may be stamped.
+    #[serde(default = "signed_by_default")]
+    pub type_signed: bool,
     /// `"forward"` or `"queue"`: how the event came in.
     pub delivery: String,
     pub method: String,
@@ -187,6 +184,10 @@ pub struct Envelope {
     pub body: Bytes,
 }
 
+fn signed_by_default() -> bool {
+    true
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum DecodeError {
     #[error("no metadata line")]
@@ -199,6 +200,8 @@ pub enum DecodeError {
 pub struct Received<'a> {
     pub source: &'a Source,
     pub event_id: &'a str,
+    /// What its nonce is keyed by.
+    pub nonce_id: &'a str,
     pub event_type: Option<&'a str>,
     pub signed_at: Option<i64>,
     pub peer: Option<IpAddr>,
@@ -207,11 +210,10 @@ pub struct Received<'a> {
 
 impl Envelope {
     /// Captures a verified request. Hop-by-hop headers are left out, and
-    /// `X-Verified-*` ones were removed when it arrived.
+    /// spoofable ones ([`forward::strip_spoofable`]) were removed when it arrived.
     pub fn new(parts: &http::request::Parts, body: Bytes, r: Received<'_>) -> Envelope {
         let mut headers = parts.headers.clone();
         forward::strip_hop_by_hop(&mut headers);
-        forward::strip_verified(&mut headers);
         let headers = headers
             .iter()
             .map(|(name, value)| {
@@ -229,6 +231,8 @@ impl Envelope {
             source: r.source.name.clone(),
             event_id: r.event_id.to_owned(),
             event_type: r.event_type.map(str::to_owned),
+            nonce_id: (r.nonce_id != r.event_id).then(|| r.nonce_id.to_owned()),
+            type_signed: r.source.scheme.signs_event_type(),
             delivery: match r.source.delivery {
                 Delivery::Forward => "forward",
                 Delivery::Queue => "queue",
@@ -252,6 +256,11 @@ impl Envelope {
             version: r.gate.map(|g| g.version.to_string()),
             body,
         }
+    }
+
+    /// What the event's nonce is keyed by.
+    pub fn nonce_id(&self) -> &str {
+        self.nonce_id.as_deref().unwrap_or(&self.event_id)
     }
 
     /// The stored form: JSON metadata, `\n`, body bytes.
@@ -360,17 +369,19 @@ pub async fn attempt(
     let stamp = Stamp {
         event_id: &envelope.event_id,
         source: &envelope.source,
-        event_type: envelope.event_type.as_deref(),
+        event_type: envelope
+            .event_type
+            .as_deref()
+            .filter(|_| envelope.type_signed),
     };
     let started = Instant::now();
     let sent = forwarder
         .send(
-            &server.upstream,
-            server.upstream_timeout,
+            server,
             &parts,
             envelope.body.clone(),
             envelope.peer,
-            Some(stamp),
+            Mark::Verified(stamp),
         )
         .await;
     let elapsed = started.elapsed().as_secs_f64();
@@ -418,40 +429,11 @@ pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
     let delay = if let Ok(secs) = value.parse::<u64>() {
         Duration::from_secs(secs)
     } else {
-        let at = parse_http_date(value)?;
+        let at = crate::time::parse_http_date(value.as_bytes())?;
         let now = now.duration_since(UNIX_EPOCH).ok()?.as_secs() as i64;
         Duration::from_secs(u64::try_from(at - now).unwrap_or(0))
     };
     Some(delay.min(MAX_RETRY_AFTER))
-}
-
-/// `Sun, 06 Nov 1994 08:49:37 GMT` as unix seconds.
-fn parse_http_date(s: &str) -> Option<i64> {
-    let rest = s.split_once(", ")?.1;
-    let mut it = rest.split(' ');
-    let day: i64 = it.next()?.parse().ok()?;
-    let month = match it.next()? {
-        "Jan" => 1,
-        "Feb" => 2,
-        "Mar" => 3,
-        "Apr" => 4,
-        "May" => 5,
-        "Jun" => 6,
-        "Jul" => 7,
-        "Aug" => 8,
-        "Sep" => 9,
-        "Oct" => 10,
-        "Nov" => 11,
-        "Dec" => 12,
-        _ => return None,
-    };
-    let year = it.next()?;
-    let time = it.next()?;
-    if it.next()? != "GMT" || it.next().is_some() {
-        return None;
-    }
-    let stamp = format!("{year}-{month:02}-{day:02}T{time}Z");
-    crate::ordering::parse_rfc3339(&stamp).map(|n| (n / 1_000_000_000) as i64)
 }
 
 /// The delay before retry number `attempts` (1-based), jittered ±20 %, or
@@ -587,7 +569,7 @@ async fn worker(
             let mut entries = Vec::new();
             if last_reclaim.is_none_or(|t| t.elapsed() >= RECLAIM_EVERY) {
                 last_reclaim = Some(Instant::now());
-                let lease = runtime.config.server.upstream_timeout.saturating_add(LEASE_MARGIN);
+                let lease = keys::lease(runtime.config.server.upstream_timeout);
                 let (next, claimed) = reclaim(&redis, &stream, &consumer, lease, &cursor, free).await?;
                 if !claimed.is_empty() {
                     tracing::info!(source = %source.name, entries = claimed.len(), "took over entries a stopped replica left pending");
@@ -732,11 +714,7 @@ impl Job {
             Some(gate) => {
                 let key = gate.lock_key(&self.prefix, name);
                 let token = crate::store::lease_token();
-                let lease = runtime
-                    .config
-                    .server
-                    .upstream_timeout
-                    .saturating_add(LEASE_MARGIN);
+                let lease = keys::lease(runtime.config.server.upstream_timeout);
                 match store.claim(&key, &token, lease).await {
                     Ok(Claim::Fresh) => Some((key, token)),
                     Ok(_) => {
@@ -924,13 +902,6 @@ pub async fn refresh_depths(state: Arc<State>, every: Duration, shutdown: Cancel
             _ = tokio::time::sleep(every) => {}
         }
     }
-}
-
-pub(crate) fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
 }
 
 #[cfg(test)]

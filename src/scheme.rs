@@ -12,7 +12,7 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, Uri};
 use http_body_util::Full;
 
-use crate::config::secret::Secret;
+use crate::secret::Secret;
 
 mod adyen;
 pub mod catalog;
@@ -21,6 +21,7 @@ mod generic;
 mod github;
 mod handshake;
 pub(crate) mod hmac;
+mod increase;
 mod json;
 mod mailgun;
 mod messagebird;
@@ -200,6 +201,23 @@ impl Generic {
     pub fn signs_timestamp(&self) -> bool {
         self.timestamp_header.is_some() || self.timestamp_key.is_some()
     }
+
+    /// Whether the value at `locator` is covered by the signature: a pointer
+    /// when the body is signed, a header when the template names it
+    /// (`{header:Name}`, or `{id}` for the id's own header). No locator means
+    /// the id is the body's digest, signed with the body.
+    fn signs(&self, locator: Option<&Locator>, is_id: bool) -> bool {
+        let pieces = generic::pieces(&self.signed_payload);
+        match locator {
+            None => true,
+            Some(Locator::Pointer(_)) => pieces.contains(&generic::Piece::Body),
+            Some(Locator::Header(name)) => pieces.iter().any(|piece| match piece {
+                generic::Piece::Id => is_id,
+                generic::Piece::Header(h) => h.eq_ignore_ascii_case(name.as_str()),
+                _ => false,
+            }),
+        }
+    }
 }
 
 /// An answer hookgate gives itself to a sender's endpoint check.
@@ -255,8 +273,12 @@ pub enum Scheme {
     SendGrid,
     /// Ed25519 over the timestamp and body; the key is the application's public key.
     Discord,
-    /// HMAC-SHA256 over the `Date` header, a newline and the body.
+    /// HMAC-SHA256 over the `X-Metronome-Date` (or `Date`) header, a
+    /// newline and the body.
     Metronome,
+    /// Standard Webhooks headers keyed with the raw secret, or the older
+    /// `Increase-Webhook-Signature: t=…,v1=…`.
+    Increase,
     /// HMAC-SHA256 over a timestamp and token carried in the JSON body.
     Mailgun,
     /// HMAC-SHA256 over fields of each notification item, in the JSON body.
@@ -276,11 +298,12 @@ pub enum Scheme {
 }
 
 /// The scheme words that are code, not catalog presets, besides the core five.
-const CODED: [&str; 9] = [
+const CODED: [&str; 10] = [
     "twilio",
     "sendgrid",
     "discord",
     "metronome",
+    "increase",
     "mailgun",
     "messagebird",
     "adyen",
@@ -289,6 +312,32 @@ const CODED: [&str; 9] = [
 ];
 
 impl Scheme {
+    /// Whether the event id this scheme reads is covered by the signature.
+    /// Where it is not (GitHub's and Shopify's delivery headers), anyone
+    /// holding one signed request can send it again under a fresh id, so the
+    /// nonce is keyed by the signed bytes instead (DESIGN §2).
+    pub fn signs_event_id(&self) -> bool {
+        match self {
+            Scheme::Github | Scheme::Shopify | Scheme::Twilio { .. } => false,
+            Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => {
+                g.signs(g.event_id.as_ref(), true)
+            }
+            _ => true,
+        }
+    }
+
+    /// Whether the event type this scheme reads is covered by the signature;
+    /// only a signed type is stamped as `X-Verified-Event-Type`.
+    pub fn signs_event_type(&self) -> bool {
+        match self {
+            Scheme::Github | Scheme::Shopify => false,
+            Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => {
+                g.signs(g.event_type.as_ref(), false)
+            }
+            _ => true,
+        }
+    }
+
     /// The `scheme = "…"` word.
     pub fn name(&self) -> &'static str {
         match self {
@@ -303,6 +352,7 @@ impl Scheme {
             Scheme::SendGrid => "sendgrid",
             Scheme::Discord => "discord",
             Scheme::Metronome => "metronome",
+            Scheme::Increase => "increase",
             Scheme::Mailgun => "mailgun",
             Scheme::MessageBird { .. } => "messagebird",
             Scheme::Adyen => "adyen",
@@ -325,6 +375,7 @@ impl Scheme {
             "sendgrid" => Scheme::SendGrid,
             "discord" => Scheme::Discord,
             "metronome" => Scheme::Metronome,
+            "increase" => Scheme::Increase,
             "mailgun" => Scheme::Mailgun,
             "messagebird" => Scheme::MessageBird { public_url: url() },
             "adyen" => Scheme::Adyen,
@@ -366,6 +417,7 @@ impl Scheme {
             Scheme::Stripe | Scheme::Slack | Scheme::Standard => true,
             Scheme::SendGrid | Scheme::Discord => true,
             Scheme::Metronome | Scheme::Mailgun | Scheme::MessageBird { .. } => true,
+            Scheme::Increase => true,
             Scheme::SinchVoice { .. } => true,
             Scheme::Github | Scheme::Shopify | Scheme::Twilio { .. } => false,
             Scheme::Adyen | Scheme::Plivo { .. } => false,
@@ -423,6 +475,7 @@ impl Scheme {
             Scheme::SendGrid => sendgrid::verify(keys, tolerance, headers, body, now),
             Scheme::Discord => discord::verify(keys, tolerance, headers, body, now),
             Scheme::Metronome => metronome::verify(keys, tolerance, headers, body, now),
+            Scheme::Increase => increase::verify(keys, tolerance, headers, body, now),
             Scheme::Mailgun => mailgun::verify(keys, tolerance, body, now),
             Scheme::MessageBird { public_url } => {
                 messagebird::verify(public_url, keys, tolerance, headers, body, now)
@@ -435,11 +488,17 @@ impl Scheme {
         }
     }
 
-    /// The headers (name, value) that make `body` a valid request signed with
-    /// `key` at `timestamp`; `id` sets the event id where the scheme carries it
-    /// in a header (a fresh random id is used when `None`). Refused for
-    /// public-key schemes (hookgate holds no private key) and for token
-    /// schemes (the header would be the secret itself).
+    /// The signer: every header (name, value) of a delivery of `body` signed
+    /// with `key` at `timestamp`, as the provider sends it — the signature
+    /// and everything the provider's own verifiers read beside it (signed
+    /// time, id, nonce, version and algorithm markers, key ids) — so that
+    /// the provider's SDK accepts it, not only hookgate. `id` sets the event
+    /// id where the scheme carries it in a header (a fresh random id is used
+    /// when `None`). One function per scheme behind this, for `hookgate sign`
+    /// and for anything that signs a delivery again. Refused for public-key
+    /// schemes (hookgate holds no private key), for token schemes (the
+    /// header would be the secret itself) and where the signature travels in
+    /// the body.
     pub fn sign(
         &self,
         key: &Secret,
@@ -450,17 +509,26 @@ impl Scheme {
         match self {
             Scheme::Stripe => Ok(stripe::sign(key, body, timestamp)),
             Scheme::Github => Ok(github::sign(key, body, id)),
-            Scheme::Shopify => Ok(shopify::sign(key, body, id)),
+            Scheme::Shopify => Ok(shopify::sign(key, body, id, timestamp)),
             Scheme::Slack => Ok(slack::sign(key, body, timestamp)),
             Scheme::Standard => Ok(standard::sign(key, body, id, timestamp)),
-            Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => {
-                generic::sign(g, key, body, id, timestamp)
+            Scheme::Generic(g) => generic::sign(g, key, body, id, timestamp),
+            Scheme::Preset { preset, generic: g } => {
+                let mut lines = generic::sign(g, key, body, id, timestamp)?;
+                lines.extend(
+                    preset
+                        .sends
+                        .iter()
+                        .map(|(name, value)| ((*name).to_owned(), (*value).to_owned())),
+                );
+                Ok(lines)
             }
             Scheme::Twilio { public_url } => Ok(twilio::sign(public_url, key, body, id)),
             Scheme::SendGrid | Scheme::Discord => {
                 Err("the sender signs with its private key; hookgate only holds the public key")
             }
             Scheme::Metronome => Ok(metronome::sign(key, body, timestamp)),
+            Scheme::Increase => increase::sign(key, body, id, timestamp),
             Scheme::Mailgun | Scheme::Adyen => {
                 Err("the signature travels in the body, not in headers")
             }
@@ -522,7 +590,7 @@ pub(crate) mod test_support {
     use http::{HeaderMap, HeaderName, HeaderValue};
 
     use super::{Error, Scheme};
-    use crate::config::secret::Secret;
+    use crate::secret::Secret;
 
     pub(crate) const TOLERANCE: Duration = Duration::from_secs(300);
 

@@ -14,6 +14,17 @@
 //! (an idle keep-alive connection is closed after the same time); the body's
 //! own bound is in the pipeline. Request headers are capped at
 //! [`MAX_HEADER_BYTES`] (larger: `431`).
+//!
+//! # Connection lifetimes
+//!
+//! No client holds a slot for ever, whatever it does ([`Lifetimes`]):
+//!
+//! - a write to the client that makes no progress for `write_timeout` ends the
+//!   connection (a client that never reads its answers, pipelined or not);
+//! - a connection with no request in flight for `idle_timeout` is closed
+//!   gracefully (HTTP/2 clients that answer pings but send nothing: `GOAWAY`);
+//! - a connection older than `max_connection_age` is closed gracefully after
+//!   the requests in flight (`GOAWAY`, or `Connection: close` on the next answer).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -21,6 +32,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
@@ -29,14 +41,15 @@ use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use tokio_util::sync::CancellationToken;
+use tokio::time::{Instant, Sleep};
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
+pub use crate::config::Lifetimes;
 use crate::outcome::{Body, Outcome};
 use crate::tls::SharedAcceptor;
 
@@ -72,6 +85,8 @@ pub struct Limits {
     pub open: Gauge,
     /// Connections refused at the limit.
     pub rejected: Counter,
+    /// How long a connection may stall, idle and live.
+    pub lifetimes: Lifetimes,
 }
 
 impl Limits {
@@ -82,6 +97,7 @@ impl Limits {
             header_read_timeout,
             open: Gauge::default(),
             rejected: Counter::default(),
+            lifetimes: Lifetimes::default(),
         }
     }
 }
@@ -134,10 +150,10 @@ pub async fn serve<H, F>(
         .timer(TokioTimer::new())
         .keep_alive_interval(H2_PING_INTERVAL)
         .keep_alive_timeout(H2_PING_TIMEOUT);
-    let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let rejecting = Arc::new(Semaphore::new(REJECTING_AT_ONCE));
     let first_bytes = limits.header_read_timeout;
+    let lifetimes = limits.lifetimes;
 
     loop {
         let (stream, peer) = tokio::select! {
@@ -161,30 +177,41 @@ pub async fn serve<H, F>(
             }
         };
         let _ = stream.set_nodelay(true);
+        let activity = Arc::new(Activity::new());
         let handler = handler.clone();
-        let service = service_fn(move |request: Request<Incoming>| {
-            let response = handler(request, peer);
-            async move { Ok::<_, Infallible>(response.await) }
-        });
+        let service = {
+            let activity = Arc::clone(&activity);
+            service_fn(move |request: Request<Incoming>| {
+                let busy = Busy::new(&activity);
+                let response = handler(request, peer);
+                async move {
+                    let response = response.await;
+                    drop(busy);
+                    Ok::<_, Infallible>(response)
+                }
+            })
+        };
+        let stream = WriteDeadline::new(stream, lifetimes.write_timeout);
+        let closing = shutdown.clone().cancelled_owned();
         match &tls {
             None => {
                 let stream = FirstBytes::new(stream, first_bytes);
                 let connection = builder.serve_connection(TokioIo::new(stream), service);
-                let connection = graceful.watch(connection.into_owned());
-                tokio::spawn(Served {
-                    connection: Box::pin(connection),
-                    _slot: slot,
-                    listener: name,
-                });
+                tokio::spawn(Served::new(
+                    connection.into_owned(),
+                    slot,
+                    name,
+                    activity,
+                    lifetimes,
+                    closing,
+                ));
             }
             Some(acceptor) => {
                 // The handshake runs in the connection's task so a slow client
                 // never holds up the accept loop.
                 let acceptor = acceptor.load_full();
                 let builder = builder.clone();
-                let watcher = graceful.watcher();
                 tokio::spawn(async move {
-                    let _slot = slot;
                     let handshake =
                         tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await;
                     let stream = match handshake {
@@ -200,17 +227,26 @@ pub async fn serve<H, F>(
                     };
                     let stream = FirstBytes::new(stream, first_bytes);
                     let connection = builder.serve_connection(TokioIo::new(stream), service);
-                    if let Err(e) = watcher.watch(connection.into_owned()).await {
-                        tracing::debug!(listener = name, error = %e, "connection ended with an error");
-                    }
+                    Served::new(
+                        connection.into_owned(),
+                        slot,
+                        name,
+                        activity,
+                        lifetimes,
+                        closing,
+                    )
+                    .await;
                 });
             }
         }
     }
 
     drop(listener);
+    // Every connection holds a slot until its task ends: all slots back means
+    // every connection finished its requests and closed.
+    let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
     tokio::select! {
-        _ = graceful.shutdown() => {
+        _ = slots.acquire_many(all) => {
             tracing::info!(listener = name, "drained");
         }
         _ = tokio::time::sleep(grace) => {
@@ -219,29 +255,247 @@ pub async fn serve<H, F>(
     }
 }
 
-/// A plain connection's task: the connection, and the slot it gives back when
-/// it ends. A struct, not an `async` block: a block keeps the connection future
-/// both as a captured value and as the value it awaits, which made every idle
-/// connection's task 3.5 KiB instead of 1.8.
-struct Served<F> {
-    connection: Pin<Box<F>>,
-    _slot: Slot,
-    listener: &'static str,
+/// Requests in flight on one connection, and when the last one ended.
+struct Activity {
+    born: Instant,
+    in_flight: AtomicUsize,
+    /// Milliseconds from `born` to the end of the latest request.
+    last_done_ms: AtomicU64,
 }
 
-impl<F, E> Future for Served<F>
+impl Activity {
+    fn new() -> Activity {
+        Activity {
+            born: Instant::now(),
+            in_flight: AtomicUsize::new(0),
+            last_done_ms: AtomicU64::new(0),
+        }
+    }
+}
+
+/// Held by a request's future: the connection is not idle while it lives.
+struct Busy(Arc<Activity>);
+
+impl Busy {
+    fn new(activity: &Arc<Activity>) -> Busy {
+        activity.in_flight.fetch_add(1, Ordering::Relaxed);
+        Busy(Arc::clone(activity))
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let since = self.0.born.elapsed();
+        let ms = u64::try_from(since.as_millis()).unwrap_or(u64::MAX);
+        self.0.last_done_ms.store(ms, Ordering::Relaxed);
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// What a connection's task polls: the connection, the timer that enforces
+/// its idle and age bounds, and the server's shutdown, any of which starts a
+/// graceful close; the slot goes back when the connection ends. A struct, not
+/// an `async` block: a block keeps the connection future both as a captured
+/// value and as the value it awaits, doubling every idle connection's task.
+struct Served<C> {
+    connection: Pin<Box<C>>,
+    _slot: Slot,
+    listener: &'static str,
+    activity: Arc<Activity>,
+    lifetimes: Lifetimes,
+    /// Fires at the next moment the idle or age bound may be reached.
+    check: Pin<Box<Sleep>>,
+    shutdown: Pin<Box<WaitForCancellationFutureOwned>>,
+    /// A graceful close has been asked for; the connection finishes on its own.
+    closing: bool,
+}
+
+/// A connection hyper can be asked to close gracefully.
+trait GracefulConnection: Future {
+    fn graceful_shutdown(self: Pin<&mut Self>);
+}
+
+impl<I, S, E, B> GracefulConnection for auto::Connection<'static, I, S, E>
 where
-    F: Future<Output = Result<(), E>>,
+    S: hyper::service::Service<Request<Incoming>, Response = Response<B>>,
+    S::Future: 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + 'static,
+    B: hyper::body::Body + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    E: auto::HttpServerConnExec<S::Future, B>,
+{
+    fn graceful_shutdown(self: Pin<&mut Self>) {
+        auto::Connection::graceful_shutdown(self);
+    }
+}
+
+impl<C> Served<C> {
+    fn new(
+        connection: C,
+        slot: Slot,
+        listener: &'static str,
+        activity: Arc<Activity>,
+        lifetimes: Lifetimes,
+        shutdown: WaitForCancellationFutureOwned,
+    ) -> Served<C> {
+        let born = activity.born;
+        let first = lifetimes.idle_timeout.min(lifetimes.max_connection_age);
+        Served {
+            connection: Box::pin(connection),
+            _slot: slot,
+            listener,
+            activity,
+            lifetimes,
+            check: Box::pin(tokio::time::sleep_until(born + first)),
+            shutdown: Box::pin(shutdown),
+            closing: false,
+        }
+    }
+
+    /// When the connection is due to close, or `None` if that is now.
+    fn due(&self) -> Option<Instant> {
+        let born = self.activity.born;
+        let now = Instant::now();
+        let too_old = born + self.lifetimes.max_connection_age;
+        if now >= too_old {
+            return None;
+        }
+        let idle_from = if self.activity.in_flight.load(Ordering::Relaxed) > 0 {
+            now
+        } else {
+            born + Duration::from_millis(self.activity.last_done_ms.load(Ordering::Relaxed))
+        };
+        let idle_until = idle_from + self.lifetimes.idle_timeout;
+        if now >= idle_until {
+            return None;
+        }
+        Some(idle_until.min(too_old))
+    }
+}
+
+impl<C, E> Future for Served<C>
+where
+    C: GracefulConnection<Output = Result<(), E>>,
     E: std::fmt::Display,
 {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
+        if !this.closing {
+            let mut close = this.shutdown.as_mut().poll(cx).is_ready();
+            while !close && this.check.as_mut().poll(cx).is_ready() {
+                match this.due() {
+                    Some(at) => this.check.as_mut().reset(at),
+                    None => close = true,
+                }
+            }
+            if close {
+                this.closing = true;
+                this.connection.as_mut().graceful_shutdown();
+            }
+        }
         if let Err(e) = ready!(this.connection.as_mut().poll(cx)) {
             tracing::debug!(listener = this.listener, error = %e, "connection ended with an error");
         }
         Poll::Ready(())
+    }
+}
+
+/// A stream whose writes fail once one has made no progress for `timeout`:
+/// a client that stops reading gives its connection back instead of holding
+/// it (and the answer buffered for it) for ever.
+struct WriteDeadline<S> {
+    inner: S,
+    timeout: Duration,
+    /// Armed while a write is pending; `None` while writes go through.
+    stalled: Option<Pin<Box<Sleep>>>,
+}
+
+impl<S> WriteDeadline<S> {
+    fn new(inner: S, timeout: Duration) -> Self {
+        WriteDeadline {
+            inner,
+            timeout,
+            stalled: None,
+        }
+    }
+
+    /// Passes a write's result through, arming the deadline on `Pending` and
+    /// disarming it on progress; a deadline passed is a `TimedOut` error.
+    fn guard<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        result: Poll<io::Result<T>>,
+    ) -> Poll<io::Result<T>> {
+        match result {
+            Poll::Ready(result) => {
+                self.stalled = None;
+                Poll::Ready(result)
+            }
+            Poll::Pending => {
+                let timeout = self.timeout;
+                let deadline = self
+                    .stalled
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+                if deadline.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "the client read nothing within the write timeout",
+                    )));
+                }
+                Poll::Pending
+            }
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for WriteDeadline<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for WriteDeadline<S> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let result = Pin::new(&mut this.inner).poll_write(cx, buf);
+        this.guard(cx, result)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let result = Pin::new(&mut this.inner).poll_flush(cx);
+        this.guard(cx, result)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let result = Pin::new(&mut this.inner).poll_shutdown(cx);
+        this.guard(cx, result)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let result = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        this.guard(cx, result)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
     }
 }
 

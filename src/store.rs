@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+pub mod keys;
 pub mod memory;
 pub mod redis;
 
@@ -62,9 +63,10 @@ pub enum Store {
 }
 
 impl Store {
-    /// The embedded store, bounded to `max_entries` live entries.
-    pub fn memory(max_entries: usize) -> Self {
-        Store::Memory(memory::MemoryStore::new(max_entries))
+    /// The embedded store, bounded to `max_entries` live entries, of which
+    /// one source's nonces hold at most `per_source`.
+    pub fn memory(max_entries: usize, per_source: usize) -> Self {
+        Store::Memory(memory::MemoryStore::shared_by(max_entries, per_source))
     }
 
     /// A single Redis node; see [`redis::RedisStore::connect`] (no I/O happens here).

@@ -41,6 +41,12 @@ pub(super) struct RawServer {
     pub unmatched: Option<Spanned<String>>,
     pub max_connections: Option<Spanned<i64>>,
     pub request_read_timeout: Option<Spanned<String>>,
+    pub write_timeout: Option<Spanned<String>>,
+    pub idle_timeout: Option<Spanned<String>>,
+    pub max_connection_age: Option<Spanned<String>>,
+    pub max_response_bytes: Option<Spanned<i64>>,
+    pub upstream_keepalive: Option<Spanned<bool>>,
+    pub underscores_in_headers: Option<Spanned<String>>,
     pub tls: Option<Spanned<RawTls>>,
 }
 
@@ -80,6 +86,7 @@ pub(super) struct RawSource {
     pub event_types: Option<Spanned<Vec<Spanned<String>>>>,
     pub delivery: Option<Spanned<String>>,
     pub on_store_error: Option<Spanned<String>>,
+    pub verification: Option<Spanned<String>>,
     pub retry_schedule: Option<Spanned<Vec<Spanned<String>>>>,
     pub max_in_flight: Option<Spanned<i64>>,
     pub ordering: Option<Spanned<RawOrdering>>,

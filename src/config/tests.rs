@@ -1142,6 +1142,141 @@ fn connection_limits_and_read_timeout() {
 }
 
 #[test]
+fn connection_lifetimes_response_cap_and_header_policy() {
+    let c = config(BASE);
+    assert_eq!(c.server.lifetimes, crate::server::Lifetimes::default());
+    assert_eq!(c.server.max_response_bytes, 1024 * 1024);
+    assert!(c.server.upstream_keepalive);
+    assert_eq!(c.server.underscores_in_headers, Underscores::Drop);
+    let src = BASE.replace(
+        "[server]\n",
+        "[server]\nwrite_timeout = \"3s\"\nidle_timeout = \"4s\"\nmax_connection_age = \"1m\"\n\
+         max_response_bytes = 4096\nupstream_keepalive = false\n\
+         underscores_in_headers = \"forward\"\n",
+    );
+    let c = config(&src);
+    assert_eq!(c.server.lifetimes.write_timeout, Duration::from_secs(3));
+    assert_eq!(c.server.lifetimes.idle_timeout, Duration::from_secs(4));
+    assert_eq!(
+        c.server.lifetimes.max_connection_age,
+        Duration::from_secs(60)
+    );
+    assert_eq!(c.server.max_response_bytes, 4096);
+    assert!(!c.server.upstream_keepalive);
+    assert_eq!(c.server.underscores_in_headers, Underscores::Forward);
+    let cases = [
+        (
+            "write_timeout = \"500ms\"",
+            "server.write_timeout",
+            "out of range",
+        ),
+        (
+            "write_timeout = \"1h\"",
+            "server.write_timeout",
+            "1s to 600s",
+        ),
+        (
+            "idle_timeout = \"2h\"",
+            "server.idle_timeout",
+            "out of range",
+        ),
+        (
+            "max_connection_age = \"10s\"",
+            "server.max_connection_age",
+            "30s to",
+        ),
+        (
+            "max_response_bytes = 100",
+            "server.max_response_bytes",
+            "out of range",
+        ),
+        (
+            "underscores_in_headers = \"keep\"",
+            "server.underscores_in_headers",
+            "\"drop\" or \"forward\"",
+        ),
+    ];
+    for (line, field, fragment) in cases {
+        let src = BASE.replace("[server]\n", &format!("[server]\n{line}\n"));
+        only(&src, field, line, fragment);
+    }
+}
+
+#[test]
+fn source_paths_are_canonical_and_unique_whatever_their_case() {
+    let src = format!(
+        "{BASE}\n[[source]]\nname = \"gh2\"\npath = \"/Webhooks/GitHub\"\nscheme = \"github\"\n\
+         secrets = [\"x\"]\n"
+    );
+    let found = problems(&src);
+    assert!(
+        found
+            .iter()
+            .any(|p| p.field == "source[gh2].path" && p.message.contains("already used")),
+        "{found:?}"
+    );
+    for path in ["/webhooks/%73tripe", "/a;b", "/a\\\\b"] {
+        let src = BASE.replace("/webhooks/github", path);
+        let found = problems(&src);
+        assert!(
+            found
+                .iter()
+                .any(|p| p.field == "source[gh].path" && p.message.contains("canonical")),
+            "{path}: {found:?}"
+        );
+    }
+}
+
+#[test]
+fn a_generic_source_cannot_read_a_header_that_is_dropped() {
+    let generic = r#"
+[[source]]
+name = "acme"
+path = "/acme"
+scheme = "generic"
+secrets = ["s"]
+[source.generic]
+signature_header = "X_Acme_Signature"
+encoding = "hex"
+"#;
+    let src = format!("{BASE}{generic}");
+    let found = problems(&src);
+    assert!(
+        found
+            .iter()
+            .any(|p| p.field == "source[acme].generic.signature_header"
+                && p.message.contains("underscores_in_headers")),
+        "{found:?}"
+    );
+    let src = src.replace(
+        "[server]\n",
+        "[server]\nunderscores_in_headers = \"forward\"\n",
+    );
+    config(&src);
+}
+
+#[test]
+fn upstream_credentials_are_refused_and_never_shown() {
+    let src = BASE.replace(
+        "http://127.0.0.1:3000",
+        "http://deploy:hunter2@127.0.0.1:3000",
+    );
+    let found = problems(&src);
+    let shown = format!("{found:?}");
+    assert!(shown.contains("credentials"), "{shown}");
+    assert!(
+        !shown.contains("hunter2") && !shown.contains("deploy"),
+        "{shown}"
+    );
+    assert_eq!(
+        without_userinfo("https://u:p@h:1/x?y"),
+        "https://[redacted]@h:1/x?y"
+    );
+    assert_eq!(without_userinfo("http://h:1"), "http://h:1");
+    assert_eq!(without_userinfo("not a url@x"), "[redacted]@x");
+}
+
+#[test]
 fn on_store_error() {
     assert_eq!(config(BASE).sources[0].on_store_error, OnStoreError::Reject);
     let src = with("on_store_error = \"forward_unchecked\"\n");

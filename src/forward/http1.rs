@@ -229,6 +229,8 @@ where
 pub(super) struct Answer {
     pub response: Response<Body>,
     pub reusable: bool,
+    /// The body was over the limit: the response carries none.
+    pub truncated: bool,
 }
 
 struct Head {
@@ -286,27 +288,48 @@ where
 
     let (framing, ambiguous) = framing(head_request, status, &headers)?;
     let body = match framing {
-        Framing::Empty => Bytes::new(),
+        Framing::Empty => Ok(Bytes::new()),
+        Framing::Length(len) if len > limit => Err(Error::BodyTooLarge(limit)),
         Framing::Length(len) => {
-            if len > limit {
-                return Err(Error::BodyTooLarge(limit));
-            }
             normalize_length(&mut headers, len);
-            read_length(io, &mut buf, len).await?
+            read_length(io, &mut buf, len).await
         }
-        Framing::Chunked => read_chunked(io, &mut buf, limit).await?,
-        Framing::UntilClose => read_to_close(io, &mut buf, limit).await?,
+        Framing::Chunked => read_chunked(io, &mut buf, limit).await,
+        Framing::UntilClose => read_to_close(io, &mut buf, limit).await,
     };
+    // The sender's connection is framed by hookgate alone: a length the app
+    // gave beside chunked or close-delimited framing (RFC 9112 §6.3 ¶3) or for
+    // a body not relayed is not passed on.
+    if framing != Framing::Empty && !matches!(framing, Framing::Length(_)) {
+        headers.remove(header::CONTENT_LENGTH);
+    }
+    let (body, truncated) = match body {
+        Ok(body) => (body, false),
+        Err(Error::BodyTooLarge(_)) => {
+            headers.remove(header::CONTENT_LENGTH);
+            (Bytes::new(), true)
+        }
+        Err(e) => return Err(e),
+    };
+    // A connection is kept only when the answer ended exactly where its
+    // framing says and nothing followed it. No-body answers (HEAD, 204, 304)
+    // are not trusted with another request: an app that sends a body after
+    // one anyway would have it read as the next request's answer.
     let reusable = http11
         && !ambiguous
-        && framing != Framing::UntilClose
+        && !truncated
+        && matches!(framing, Framing::Length(_) | Framing::Chunked)
         && !says_close(&headers)
         && buf.is_empty();
 
     let mut response = Response::new(Full::new(body));
     *response.status_mut() = status;
     *response.headers_mut() = headers;
-    Ok(Answer { response, reusable })
+    Ok(Answer {
+        response,
+        reusable,
+        truncated,
+    })
 }
 
 /// Reads more into `buf` (room for at least `want` bytes); 0 at end of stream.
@@ -919,12 +942,14 @@ mod tests {
                 .map(HeaderValue::as_bytes),
             Some(&b"42"[..])
         );
-        assert!(answer.reusable);
+        // An app that sends a body after a no-body answer anyway would have it
+        // read as the next request's answer: such connections are not kept.
+        assert!(!answer.reusable);
         for status in ["204 No Content", "304 Not Modified"] {
             let wire = format!("HTTP/1.1 {status}\r\nContent-Length: 3\r\n\r\n");
             let answer = read(wire.as_bytes(), false).await.expect("answer");
             assert_eq!(body_of(&answer).await, "");
-            assert!(answer.reusable);
+            assert!(!answer.reusable);
         }
     }
 
@@ -979,29 +1004,31 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn oversize_is_refused() {
-        let wire = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", LIMIT + 1);
-        assert!(matches!(
-            read(wire.as_bytes(), false).await,
-            Err(Error::BodyTooLarge(_))
-        ));
-        let mut wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    async fn oversize_answers_keep_their_status_and_lose_their_body() {
+        async fn cut(wire: &[u8]) {
+            let answer = read(wire, false).await.expect("an answer");
+            assert!(answer.truncated);
+            assert!(!answer.reusable);
+            assert_eq!(answer.response.status(), 201);
+            assert!(!answer.response.headers().contains_key("content-length"));
+            assert_eq!(body_of(&answer).await, "");
+        }
+        let wire = format!(
+            "HTTP/1.1 201 Created\r\nContent-Length: {}\r\n\r\n",
+            LIMIT + 1
+        );
+        cut(wire.as_bytes()).await;
+        let mut wire = b"HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
         for _ in 0..3 {
             wire.extend_from_slice(format!("{:x}\r\n", LIMIT / 2).as_bytes());
             wire.extend(std::iter::repeat_n(b'a', LIMIT / 2));
             wire.extend_from_slice(b"\r\n");
         }
         wire.extend_from_slice(b"0\r\n\r\n");
-        assert!(matches!(
-            read(&wire, false).await,
-            Err(Error::BodyTooLarge(_))
-        ));
-        let mut wire = b"HTTP/1.1 200 OK\r\n\r\n".to_vec();
+        cut(&wire).await;
+        let mut wire = b"HTTP/1.1 201 Created\r\n\r\n".to_vec();
         wire.extend(std::iter::repeat_n(b'a', LIMIT + 1));
-        assert!(matches!(
-            read(&wire, false).await,
-            Err(Error::BodyTooLarge(_))
-        ));
+        cut(&wire).await;
         // Exactly the limit is fine.
         let mut wire = format!("HTTP/1.1 200 OK\r\nContent-Length: {LIMIT}\r\n\r\n").into_bytes();
         wire.extend(std::iter::repeat_n(b'a', LIMIT));

@@ -25,7 +25,7 @@
 use serde_json::Value;
 
 use super::{Error, Verified, hmac};
-use crate::config::secret::Secret;
+use crate::secret::Secret;
 
 /// How the body's signatures are named in errors.
 const LABEL: &str = "body hmacSignature";

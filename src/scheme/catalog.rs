@@ -98,6 +98,30 @@ impl Vector {
     }
 }
 
+/// The provider's official SDK, as `docs/sdkcheck.py` checks it against
+/// hookgate: the SDK's verify on what `hookgate sign` prints and, where the
+/// SDK has a signer, its deliveries sent through a running hookgate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sdk {
+    /// The packages and versions the check passed with (`npm pkg 1.2.3`,
+    /// `PyPI pkg 4.5.6`).
+    Checked(&'static str),
+    /// No official SDK on npm or PyPI ships a webhook verifier.
+    None,
+    /// An official SDK has a verifier, but the check cannot run it: why.
+    NotRun(&'static str),
+}
+
+impl Sdk {
+    pub fn describe(self) -> String {
+        match self {
+            Sdk::Checked(what) => what.to_owned(),
+            Sdk::None => "no SDK".to_owned(),
+            Sdk::NotRun(why) => format!("not run: {why}"),
+        }
+    }
+}
+
 /// One catalog row: a provider described for the generic engine.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Preset {
@@ -123,6 +147,13 @@ pub struct Preset {
     /// The replay window the provider documents; `None` = hookgate's default.
     pub tolerance_secs: Option<u64>,
     pub handshake: Option<Handshake>,
+    /// Headers with a fixed value that the provider sends with every
+    /// delivery and its own verifiers read (Box's signature version and
+    /// algorithm); hookgate does not need them, `sign` prints them so its
+    /// output is a complete delivery.
+    pub sends: &'static [(&'static str, &'static str)],
+    /// The official SDK checked against this row.
+    pub sdk: Sdk,
     /// The provider's page describing the scheme.
     pub docs: &'static str,
     pub vector: Vector,
@@ -155,6 +186,8 @@ const fn hmac(
         event_type: None,
         tolerance_secs: None,
         handshake: None,
+        sends: &[],
+        sdk: Sdk::None,
         docs,
         vector: Vector::CrossChecked,
     }
@@ -217,12 +250,19 @@ const fn t_v1(
 use Encoding::{Base64, Base64Url, Hex};
 use Loc::{Header as H, Pointer as P};
 
+/// What `sign` prints where the provider sends an identifier beside the
+/// signature (Worldline's key id, Pusher's app key): hookgate tries every
+/// secret and does not read it, so the real value is not in its config; a
+/// verifier that looks its secret up by this identifier must be told it.
+pub const SIGN_KEY_ID: &str = "hookgate-sign";
+
 const STANDARD_SPEC: &str = "Standard Webhooks spec vector, standard-webhooks/standard-webhooks libraries/go/webhook_test.go";
 
 /// Every catalog preset, in docs order.
 pub static PRESETS: &[Preset] = &[
     // ---- Published vectors: provider docs or official SDK tests ----
     Preset {
+        sdk: Sdk::Checked("npm @paddle/paddle-node-sdk 3.10.0 (verify; the SDK has no signer)"),
         signature_delimiter: Some(";"),
         signature_key: Some("h1"),
         timestamp_key: Some("ts"),
@@ -240,6 +280,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm @mux/mux-node 15.3.0 (verify; the SDK has no signer)"),
         event_id: Some(P("/id")),
         event_type: Some(P("/type")),
         tolerance_secs: Some(300),
@@ -252,6 +293,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm @hubspot/api-client 13.5.0"),
         signed_payload: "POST{url}{body}{timestamp}",
         timestamp_header: Some("x-hubspot-request-timestamp"),
         timestamp_format: TimestampFormat::Milliseconds,
@@ -266,6 +308,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm square 46.0.0 (verify; the SDK has no signer)"),
         signed_payload: "{url}{body}",
         event_id: Some(P("/event_id")),
         event_type: Some(P("/type")),
@@ -279,12 +322,17 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm box-typescript-sdk-gen 1.19.1"),
         signed_payload: "{body}{timestamp}",
         timestamp_header: Some("box-delivery-timestamp"),
         timestamp_format: TimestampFormat::Rfc3339,
         event_id: Some(H("box-delivery-id")),
         event_type: Some(P("/trigger")),
         tolerance_secs: Some(600),
+        sends: &[
+            ("box-signature-version", "1"),
+            ("box-signature-algorithm", "HmacSHA256"),
+        ],
         vector: Vector::Sdk(
             "box/box-python-sdk test/unit/object/test_webhook.py (test_validate_message)",
         ),
@@ -297,6 +345,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm coinbase-commerce-node 1.0.4 (verify; the SDK has no signer)"),
         event_id: Some(P("/event/id")),
         event_type: Some(P("/event/type")),
         vector: Vector::Sdk("coinbase/coinbase-commerce-node test/testWebhook.spec.js"),
@@ -309,6 +358,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm razorpay 2.9.8 (verify; the SDK has no signer)"),
         event_id: Some(H("x-razorpay-event-id")),
         event_type: Some(P("/event")),
         vector: Vector::Sdk(
@@ -323,6 +373,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm gocardless-nodejs 10.1.2 (verify; the SDK has no signer)"),
         vector: Vector::Sdk("gocardless/gocardless-pro-ruby spec/webhook_spec.rb"),
         ..hmac(
             "gocardless",
@@ -333,6 +384,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm @sanity/webhook 4.0.4"),
         encoding: Base64Url,
         timestamp_format: TimestampFormat::Milliseconds,
         vector: Vector::Sdk("sanity-io/webhook-toolkit test/signature.test.ts"),
@@ -344,6 +396,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm orb-billing 6.11.0 (verify; the SDK has no signer)"),
         signature_prefix: Some("v1="),
         signature_delimiter: Some(" "),
         signed_payload: "v1:{timestamp}:{body}",
@@ -362,6 +415,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm lithic 0.145.0 (verify; the SDK has no signer)"),
         event_type: Some(P("/event_type")),
         vector: Vector::Sdk("lithic-com/lithic-python tests/api_resources/test_webhooks.py"),
         ..standard_like(
@@ -374,6 +428,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm modern-treasury 3.3.0"),
         event_type: Some(P("/event")),
         vector: Vector::Sdk(
             "Modern-Treasury/modern-treasury-python tests/api_resources/test_webhooks.py",
@@ -387,6 +442,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm @tryfinch/finch-api 10.7.0 (verify; the SDK has no signer)"),
         secret_prefix: None,
         vector: Vector::Sdk("Finch-API/finch-api-python tests/api_resources/test_webhooks.py"),
         ..standard_like(
@@ -399,18 +455,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
-        timestamp_format: TimestampFormat::Rfc3339,
-        event_id: Some(P("/id")),
-        event_type: Some(P("/category")),
-        vector: Vector::Sdk("Increase/increase-python tests/api_resources/test_webhooks.py"),
-        ..t_v1(
-            "increase",
-            "Increase",
-            &["increase-webhook-signature"],
-            "https://increase.com/documentation/webhooks",
-        )
-    },
-    Preset {
+        sdk: Sdk::Checked("npm @onfido/api 6.2.0 (verify; the SDK has no signer)"),
         vector: Vector::Sdk(
             "onfido/onfido-python tests/test_classic_webhook_event_verification.py",
         ),
@@ -424,6 +469,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm @adyen/api-library 32.1.0"),
         secret_encoding: SecretEncoding::Hex,
         event_type: Some(P("/type")),
         vector: Vector::Sdk(
@@ -438,6 +484,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm @line/bot-sdk 11.0.0 (verify; the SDK has no signer)"),
         vector: Vector::Sdk("line/line-bot-sdk-python tests/test_signature.py"),
         ..hmac(
             "line",
@@ -448,6 +495,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm openai 6.49.0 (verify; the SDK has no signer)"),
         vector: Vector::Sdk("openai/openai-node tests/api-resources/webhooks.test.ts"),
         ..standard_like(
             "openai",
@@ -459,6 +507,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm replicate 1.4.0 (verify; the SDK has no signer)"),
         event_type: None,
         vector: Vector::Sdk(
             "replicate/replicate-python tests/test_webhooks.py (test_get_webhook_secret)",
@@ -473,6 +522,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm @workos-inc/node 8.13.0"),
         timestamp_format: TimestampFormat::Milliseconds,
         event_id: Some(P("/id")),
         event_type: Some(P("/event")),
@@ -486,6 +536,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm @easypost/api 8.9.0 (verify; the SDK has no signer)"),
         signature_prefix: Some("hmac-sha256-hex="),
         event_id: Some(P("/id")),
         event_type: Some(P("/description")),
@@ -501,8 +552,10 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm @sinch/sdk-client 1.5.0 (its authorization helper, loaded by path)"),
         signed_payload: "{body}.{header:x-sinch-webhook-signature-nonce}.{timestamp}",
         timestamp_header: Some("x-sinch-webhook-signature-timestamp"),
+        sends: &[("x-sinch-webhook-signature-algorithm", "HmacSHA256")],
         vector: Vector::Sdk(
             "sinch/sinch-sdk-dotnet tests/Sinch.Tests/Conversation/WebhooksTests.cs (ValidateRequest)",
         ),
@@ -515,6 +568,9 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked(
+            "npm @sinch/sdk-client 1.5.0 (verify; its authorization helper, loaded by path)",
+        ),
         algorithm: Algorithm::Sha1,
         event_id: Some(P("/eventId")),
         event_type: Some(P("/eventType")),
@@ -530,8 +586,10 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm connect-sdk-nodejs 5.2.0 (verify; the SDK has no signer)"),
         event_id: Some(P("/id")),
         event_type: Some(P("/type")),
+        sends: &[("x-gcs-keyid", SIGN_KEY_ID)],
         vector: Vector::Sdk(
             "Ingenico-ePayments/connect-sdk-php tests/Ingenico/Connect/Sdk/Webhooks/WebhooksHelperTest.php (testUnmarshalBytesSuccess)",
         ),
@@ -544,6 +602,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm viber-bot 1.0.18 (verify; the SDK has no signer)"),
         event_type: Some(P("/event")),
         vector: Vector::Sdk("Viber/viber-bot-python tests/api/test_api.py (test_verify_signature)"),
         ..hmac(
@@ -556,6 +615,7 @@ pub static PRESETS: &[Preset] = &[
     },
     // ---- Shared standards: the standard's published vector ----
     Preset {
+        sdk: Sdk::Checked("npm @octokit/webhooks-methods 6.0.0"),
         signature_prefix: Some("sha256="),
         event_id: Some(H("x-github-delivery")),
         event_type: Some(H("x-github-event")),
@@ -571,6 +631,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm svix 1.99.1"),
         vector: Vector::Shared(STANDARD_SPEC),
         ..standard_like(
             "svix",
@@ -582,6 +643,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm svix 1.99.1 (the library Clerk's docs verify with)"),
         vector: Vector::Shared(STANDARD_SPEC),
         ..standard_like(
             "clerk",
@@ -593,6 +655,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm resend 6.38.0 (verify; the SDK has no signer)"),
         vector: Vector::Shared(STANDARD_SPEC),
         ..standard_like(
             "resend",
@@ -897,6 +960,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm webflow-api 3.3.4 (verify; the SDK has no signer)"),
         signed_payload: "{timestamp}:{body}",
         timestamp_header: Some("x-webflow-timestamp"),
         timestamp_format: TimestampFormat::Milliseconds,
@@ -1000,6 +1064,8 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm pusher 5.3.4 (verify; the SDK has no signer)"),
+        sends: &[("x-pusher-key", SIGN_KEY_ID)],
         vector: Vector::Sdk("pusher/pusher-http-go webhook_test.go (TestClientWebhookValidation)"),
         ..hmac(
             "pusher",

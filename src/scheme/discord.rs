@@ -17,7 +17,7 @@ use ring::signature::ED25519;
 
 use super::json::json_fields;
 use super::{Error, Verified, hmac};
-use crate::config::secret::Secret;
+use crate::secret::Secret;
 
 const SIGNATURE: &str = "x-signature-ed25519";
 const TIMESTAMP: &str = "x-signature-timestamp";

@@ -37,10 +37,12 @@ use std::time::Duration;
 
 use http::{HeaderMap, HeaderName};
 
+use sha2::{Digest as _, Sha256};
+
 use super::hmac;
 use super::json::{self, Field, json_fields};
 use super::{Algorithm, Error, Generic, Locator, SecretEncoding, Verified};
-use crate::config::secret::Secret;
+use crate::secret::Secret;
 
 /// Longest signature header value considered; longer ones are malformed
 /// (a sender rotating a few keys stays far below it).
@@ -266,9 +268,17 @@ impl Generic {
         Ok(())
     }
 
+    /// `value` without the signature prefix, matched in ASCII case-insensitive
+    /// comparison (`Bearer ` is an auth scheme, case-insensitive by RFC 9110
+    /// §11.1; `sha256=` and `v1=` are never sent in two cases).
     fn strip<'a>(&self, value: &'a [u8]) -> Option<&'a [u8]> {
         match &self.signature_prefix {
-            Some(prefix) => value.strip_prefix(prefix.as_bytes()),
+            Some(prefix) => {
+                let prefix = prefix.as_bytes();
+                let head = value.get(..prefix.len())?;
+                head.eq_ignore_ascii_case(prefix)
+                    .then(|| &value[prefix.len()..])
+            }
             None => Some(value),
         }
     }
@@ -277,14 +287,17 @@ impl Generic {
         match self.algorithm.tag_len() {
             Some(len) => hmac::decode_tag(self.encoding, text, len),
             None if text.is_empty() => None,
-            None => Some(text.to_vec()),
+            // A token is compared as its digest, so the comparison takes the
+            // same time whatever length was sent (`ct_eq` on slices of
+            // different lengths returns at once, telling the secret's length).
+            None => Some(Sha256::digest(text).to_vec()),
         }
     }
 
-    /// The expected signature for `key` over `parts`.
+    /// The expected signature for `key` over `parts` (a token: its digest).
     fn expected(&self, key: &[u8], parts: &[&[u8]]) -> Vec<u8> {
         match self.algorithm {
-            Algorithm::Token => key.to_vec(),
+            Algorithm::Token => Sha256::digest(key).to_vec(),
             alg => hmac::mac(alg, key, parts),
         }
     }
@@ -539,6 +552,57 @@ mod tests {
     }
 
     const NOW: i64 = 1_700_000_000;
+
+    #[test]
+    fn a_bearer_token_matches_in_any_case_and_only_whole() {
+        let g = Generic {
+            algorithm: Algorithm::Token,
+            signed_payload: String::new(),
+            signature_prefix: Some("Bearer ".into()),
+            ..Generic::new(name("authorization"), Encoding::Hex)
+        };
+        let s = scheme(g);
+        let keys = [key(b"okta-token-1234")];
+        for value in [
+            "Bearer okta-token-1234",
+            "bearer okta-token-1234",
+            "BEARER okta-token-1234",
+        ] {
+            let h = headers(&[("authorization", value)]);
+            assert!(
+                s.verify(&keys, TOLERANCE, &h, b"{}", NOW).is_ok(),
+                "{value}"
+            );
+        }
+        for value in [
+            "Bearer okta-token-123",
+            "Bearer okta-token-12345",
+            "Bearer ",
+            "okta-token-1234",
+        ] {
+            let h = headers(&[("authorization", value)]);
+            assert!(
+                s.verify(&keys, TOLERANCE, &h, b"{}", NOW).is_err(),
+                "{value}"
+            );
+        }
+    }
+
+    /// Token and candidate are compared as digests of one fixed length, so
+    /// the comparison cannot stop early on a length that differs.
+    #[test]
+    fn tokens_are_compared_as_fixed_length_digests() {
+        let g = Generic {
+            algorithm: Algorithm::Token,
+            signed_payload: String::new(),
+            ..Generic::new(name("x-token"), Encoding::Hex)
+        };
+        for sent in [&b"a"[..], b"a-much-longer-token-than-the-secret-itself"] {
+            assert_eq!(g.decode(sent).map(|d| d.len()), Some(32));
+        }
+        assert_eq!(g.expected(b"secret", &[]).len(), 32);
+        assert_eq!(g.decode(b"secret"), Some(g.expected(b"secret", &[])));
+    }
 
     // GitHub's published test values, as in github.rs:
     // https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries#testing-the-webhook-payload-validation

@@ -9,7 +9,7 @@ use http::header::HeaderName;
 
 use super::hmac;
 use super::{Error, Verified};
-use crate::config::secret::Secret;
+use crate::secret::Secret;
 
 const SIGNATURE: &str = "X-Hub-Signature-256";
 const DELIVERY: &str = "X-GitHub-Delivery";

@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256, Sha512};
 use subtle::{Choice, ConstantTimeEq};
 
 use super::{Algorithm, Encoding, Error, TimestampFormat};
-use crate::config::secret::Secret;
+use crate::secret::Secret;
 
 /// URL-safe base64, padding optional when decoding, none when encoding.
 const URL_SAFE_INDIFFERENT: GeneralPurpose = GeneralPurpose::new(
@@ -292,101 +292,18 @@ pub(crate) fn format_time(format: TimestampFormat, timestamp: i64) -> String {
     match format {
         TimestampFormat::Seconds => timestamp.to_string(),
         TimestampFormat::Milliseconds => timestamp.saturating_mul(1000).to_string(),
-        TimestampFormat::Rfc3339 => {
-            let days = timestamp.div_euclid(86_400);
-            let secs = timestamp.rem_euclid(86_400);
-            let (y, m, d) = civil_from_days(days);
-            format!(
-                "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-                secs / 3600,
-                secs / 60 % 60,
-                secs % 60
-            )
-        }
+        TimestampFormat::Rfc3339 => crate::time::format_rfc3339(timestamp),
     }
 }
 
 /// `YYYY-MM-DDTHH:MM:SS[.fraction][Z|±HH:MM]` as unix seconds (fraction
 /// dropped). A time without a zone is taken as UTC, as some senders write
-/// it that way. Anything else is `None`.
+/// it that way; a value longer than 64 bytes is no time. Anything else is `None`.
 pub(crate) fn parse_rfc3339(text: &[u8]) -> Option<i64> {
-    fn num(bytes: &[u8]) -> Option<i64> {
-        if bytes.is_empty() || !bytes.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        std::str::from_utf8(bytes).ok()?.parse().ok()
-    }
-    if text.len() < 19 || text.len() > 64 {
+    if text.len() > 64 {
         return None;
     }
-    let sep = |i: usize, c: &[u8]| c.contains(&text[i]);
-    if !(sep(4, b"-") && sep(7, b"-") && sep(10, b"Tt ") && sep(13, b":") && sep(16, b":")) {
-        return None;
-    }
-    let (year, month, day) = (num(&text[0..4])?, num(&text[5..7])?, num(&text[8..10])?);
-    let (hour, minute, second) = (
-        num(&text[11..13])?,
-        num(&text[14..16])?,
-        num(&text[17..19])?,
-    );
-    let days_in_month = match month {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
-        2 => 28,
-        _ => return None,
-    };
-    if day < 1 || day > days_in_month || hour > 23 || minute > 59 || second > 60 {
-        return None;
-    }
-    let mut rest = &text[19..];
-    if let Some(frac) = rest.strip_prefix(b".") {
-        let digits = frac.iter().take_while(|b| b.is_ascii_digit()).count();
-        if digits == 0 {
-            return None;
-        }
-        rest = &frac[digits..];
-    }
-    let offset = match rest {
-        b"" | b"Z" | b"z" => 0,
-        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
-            let (h, m) = (num(&[*h1, *h2])?, num(&[*m1, *m2])?);
-            if h > 23 || m > 59 {
-                return None;
-            }
-            let secs = h * 3600 + m * 60;
-            if *sign == b'+' { secs } else { -secs }
-        }
-        _ => return None,
-    };
-    let days = days_from_civil(year, month, day);
-    Some(days * 86_400 + hour * 3600 + minute * 60 + second - offset)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
-/// `days_from_civil`).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// The inverse of [`days_from_civil`].
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
+    crate::time::rfc3339_secs(text, crate::time::Zone::Optional)
 }
 
 #[cfg(test)]

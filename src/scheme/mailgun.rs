@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use super::json::{Field, json_fields};
 use super::{Error, Verified, hmac};
-use crate::config::secret::Secret;
+use crate::secret::Secret;
 
 /// How the body's signature block is named in errors.
 const LABEL: &str = "body signature";

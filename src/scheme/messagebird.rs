@@ -32,7 +32,7 @@ use subtle::{Choice, ConstantTimeEq};
 
 use super::json::json_fields;
 use super::{Error, Verified, hmac as shared};
-use crate::config::secret::Secret;
+use crate::secret::Secret;
 
 const SIGNATURE: &str = "messagebird-signature-jwt";
 

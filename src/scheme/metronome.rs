@@ -1,71 +1,62 @@
 //! Metronome: `Metronome-Webhook-Signature: <hex>`, the HMAC-SHA256 of the
-//! request's `Date` header, a newline, then the raw body, keyed with the
-//! webhook secret as text. The `Date` header (an HTTP date,
-//! `Mon, 02 Jan 2006 22:04:05 GMT`) is the signed time, so the replay window
-//! applies to it (Metronome's own SDKs allow five minutes either way).
+//! signed date, a newline, then the raw body, keyed with the webhook secret
+//! as text. The date is an HTTP date (`Mon, 02 Jan 2006 22:04:05 GMT`) and is
+//! the signed time, so the replay window applies to it (Metronome's own SDKs
+//! allow five minutes either way).
+//!
+//! Where the date travels changed: `@metronome/sdk` 3.5.0 and later sign and
+//! read `X-Metronome-Date` (its changelog: "switching 'date' header to
+//! 'x-metronome-date' header"); older senders and SDKs use `Date`. Both are
+//! accepted while senders migrate:
+//!
+//! - `X-Metronome-Date` present: it is the signed date. A `Date` header with
+//!   another value beside it makes the request ambiguous (which one did the
+//!   sender sign?) and it is refused as malformed rather than guessed; a
+//!   `Date` with the same value is the same claim twice.
+//! - only `Date`: the older format.
 //!
 //! The id is the body's `/id`, the type its `/type`.
 //!
 //! Source: <https://docs.metronome.com/connecting-metronome/webhooks/>; the
-//! known-answer test is Metronome's SDK test
-//! (Metronome-Industries/metronome-node tests/api-resources/webhooks.test.ts).
+//! known-answer tests are Metronome's SDK test
+//! (Metronome-Industries/metronome-node tests/api-resources/webhooks.test.ts,
+//! `Date` era) and values computed by the signer of `@metronome/sdk` 3.10.0
+//! (`X-Metronome-Date`).
 
 use std::time::Duration;
 
 use http::HeaderMap;
 
 use super::json::json_fields;
-use super::{Error, TimestampFormat, Verified, hmac};
-use crate::config::secret::Secret;
+use super::{Error, Verified, hmac};
+use crate::secret::Secret;
 
 const SIGNATURE: &str = "metronome-webhook-signature";
+/// The signed date of `@metronome/sdk` 3.5.0 and later.
+const METRONOME_DATE: &str = "x-metronome-date";
+/// The signed date of older senders.
 const DATE: &str = "date";
 
-const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
-const MONTHS: [&str; 12] = [
-    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-];
+use crate::time::{format_http_date, parse_http_date};
 
-/// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 9110 §5.6.7) as unix
-/// seconds. The day name is checked for shape only; the date itself goes
-/// through the RFC 3339 parser, which rejects impossible days.
-fn parse_http_date(text: &[u8]) -> Option<i64> {
-    let text = std::str::from_utf8(text).ok()?;
-    let rest = text.strip_suffix(" GMT")?;
-    let (day_name, rest) = rest.split_once(", ")?;
-    if !DAYS.contains(&day_name) {
-        return None;
+/// The signed date and the header it came from: `X-Metronome-Date` when
+/// present (refused when a different `Date` stands beside it), else `Date`.
+/// A header sent twice is ambiguous too.
+fn signed_date(headers: &HeaderMap) -> Result<(&'static str, &[u8]), Error> {
+    let single = |name: &'static str| -> Result<Option<&[u8]>, Error> {
+        let mut values = headers.get_all(name).iter();
+        match (values.next(), values.next()) {
+            (None, _) => Ok(None),
+            (Some(v), None) => Ok(Some(v.as_bytes())),
+            (Some(_), Some(_)) => Err(Error::MalformedSignature(name)),
+        }
+    };
+    match (single(METRONOME_DATE)?, single(DATE)?) {
+        (Some(new), Some(old)) if new != old => Err(Error::MalformedSignature(METRONOME_DATE)),
+        (Some(new), _) => Ok((METRONOME_DATE, new)),
+        (None, Some(old)) => Ok((DATE, old)),
+        (None, None) => Err(Error::MalformedSignature(METRONOME_DATE)),
     }
-    let mut parts = rest.split(' ');
-    let (day, month, year, time) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
-    if parts.next().is_some() || day.len() != 2 || year.len() != 4 || time.len() != 8 {
-        return None;
-    }
-    let month = MONTHS.iter().position(|m| *m == month)? + 1;
-    let rfc3339 = format!("{year}-{month:02}-{day}T{time}Z");
-    hmac::parse_rfc3339(rfc3339.as_bytes())
-}
-
-/// `timestamp` as an IMF-fixdate.
-fn format_http_date(timestamp: i64) -> String {
-    // RFC 3339 in UTC: `YYYY-MM-DDTHH:MM:SSZ`.
-    let iso = hmac::format_time(TimestampFormat::Rfc3339, timestamp);
-    let weekday = DAYS
-        .get(usize::try_from((timestamp.div_euclid(86_400) + 4).rem_euclid(7)).unwrap_or(0))
-        .copied()
-        .unwrap_or("Thu");
-    let month = iso
-        .get(5..7)
-        .and_then(|m| m.parse::<usize>().ok())
-        .and_then(|m| MONTHS.get(m.wrapping_sub(1)))
-        .copied()
-        .unwrap_or("Jan");
-    format!(
-        "{weekday}, {} {month} {} {} GMT",
-        iso.get(8..10).unwrap_or("01"),
-        iso.get(0..4).unwrap_or("1970"),
-        iso.get(11..19).unwrap_or("00:00:00"),
-    )
 }
 
 pub(super) fn verify(
@@ -78,8 +69,8 @@ pub(super) fn verify(
     let value = hmac::header(headers, SIGNATURE).ok_or(Error::MissingSignature(SIGNATURE))?;
     let signature =
         hmac::tag_from_hex(value.trim_ascii()).ok_or(Error::MalformedSignature(SIGNATURE))?;
-    let date = hmac::header(headers, DATE).ok_or(Error::MalformedSignature(DATE))?;
-    let timestamp = parse_http_date(date).ok_or(Error::MalformedSignature(DATE))?;
+    let (label, date) = signed_date(headers)?;
+    let timestamp = parse_http_date(date).ok_or(Error::MalformedSignature(label))?;
     let secret_index = hmac::match_key(keys, &[date, b"\n", body], &[signature])?;
     hmac::check_window(timestamp, now, tolerance)?;
     let (event_id, event_type) = match json_fields(body, ["/id", "/type"]) {
@@ -94,12 +85,14 @@ pub(super) fn verify(
     })
 }
 
-/// The `Date` and signature headers for `body` at `timestamp`.
+/// The signature and the signed date for `body` at `timestamp`, under both
+/// names (the same value), so verifiers of either era accept the delivery.
 pub(super) fn sign(key: &Secret, body: &[u8], timestamp: i64) -> Vec<(String, String)> {
     let date = format_http_date(timestamp);
     let tag = hmac::tag(key.expose(), &[date.as_bytes(), b"\n", body]);
     vec![
         ("Metronome-Webhook-Signature".to_owned(), hex::encode(tag)),
+        ("X-Metronome-Date".to_owned(), date.clone()),
         ("Date".to_owned(), date),
     ]
 }
@@ -198,9 +191,135 @@ mod tests {
             lines,
             vec![
                 ("Metronome-Webhook-Signature".to_owned(), SIG.to_owned()),
+                ("X-Metronome-Date".to_owned(), DATE_TEXT.to_owned()),
                 ("Date".to_owned(), DATE_TEXT.to_owned()),
             ]
         );
+    }
+
+    // Computed by `@metronome/sdk` 3.10.0 (npm), whose `verifySignature` reads
+    // `X-Metronome-Date` only: `webhooks.signPayload(body, { date, secret })`
+    // with these values, and checked by its `verifySignature` with
+    // `Date.now` pinned to the date.
+    const SDK3_BODY: &[u8] = br#"{"id":"5a8c1e3e-0d5e-4c52-9f43-3c1f2b9d6e11","type":"alerts.low_remaining_credit_balance_reached"}"#;
+    const SDK3_SECRET: &[u8] = b"whsec-metronome-3x";
+    const SDK3_DATE: &str = "Tue, 14 Nov 2023 22:13:20 GMT";
+    const SDK3_TS: i64 = 1_700_000_000;
+    const SDK3_SIG: &str = "d9092635875ce882e0f22c1de6adde1831aa2e39da657239f46894d33ce33e52";
+
+    #[test]
+    fn current_sdk_delivery_with_x_metronome_date_verifies() {
+        let h = headers(&[
+            ("X-Metronome-Date", SDK3_DATE),
+            ("Metronome-Webhook-Signature", SDK3_SIG),
+        ]);
+        let got = Scheme::Metronome.verify(&[key(SDK3_SECRET)], TOLERANCE, &h, SDK3_BODY, SDK3_TS);
+        assert_eq!(
+            got,
+            Ok(Verified {
+                event_id: "5a8c1e3e-0d5e-4c52-9f43-3c1f2b9d6e11".into(),
+                event_type: Some("alerts.low_remaining_credit_balance_reached".into()),
+                timestamp: Some(SDK3_TS),
+                secret_index: 0,
+            })
+        );
+        // The older SDK vector, its date moved to the new header: the recipe
+        // is unchanged, only the header name.
+        let moved = headers(&[
+            ("X-Metronome-Date", DATE_TEXT),
+            ("Metronome-Webhook-Signature", SIG),
+        ]);
+        assert!(
+            Scheme::Metronome
+                .verify(&[key(SECRET)], TOLERANCE, &moved, BODY, DATE_TS)
+                .is_ok()
+        );
+        // The window applies to the new header.
+        assert!(matches!(
+            Scheme::Metronome.verify(&[key(SDK3_SECRET)], TOLERANCE, &h, SDK3_BODY, SDK3_TS + 301),
+            Err(Error::TimestampOutsideWindow { .. })
+        ));
+        // And a wrong secret is refused.
+        assert_eq!(
+            Scheme::Metronome.verify(&[key(SECRET)], TOLERANCE, &h, SDK3_BODY, SDK3_TS),
+            Err(Error::InvalidSignature)
+        );
+    }
+
+    #[test]
+    fn both_dates_must_agree() {
+        let s = Scheme::Metronome;
+        let k = [key(SDK3_SECRET)];
+        // The same value under both names (what `sign` prints) is one claim.
+        let same = headers(&[
+            ("X-Metronome-Date", SDK3_DATE),
+            ("Date", SDK3_DATE),
+            ("Metronome-Webhook-Signature", SDK3_SIG),
+        ]);
+        assert!(s.verify(&k, TOLERANCE, &same, SDK3_BODY, SDK3_TS).is_ok());
+        // Different values: refused even though the signature matches the
+        // new header, and even though it would match the old one.
+        let later = "Tue, 14 Nov 2023 22:13:21 GMT";
+        for (new, old) in [(SDK3_DATE, later), (later, SDK3_DATE)] {
+            let h = headers(&[
+                ("X-Metronome-Date", new),
+                ("Date", old),
+                ("Metronome-Webhook-Signature", SDK3_SIG),
+            ]);
+            assert_eq!(
+                s.verify(&k, TOLERANCE, &h, SDK3_BODY, SDK3_TS),
+                Err(Error::MalformedSignature(METRONOME_DATE))
+            );
+        }
+        // A date header sent twice is ambiguous too.
+        for name in ["x-metronome-date", "date"] {
+            let mut h = headers(&[("Metronome-Webhook-Signature", SDK3_SIG)]);
+            for value in [SDK3_DATE, later] {
+                h.append(
+                    http::HeaderName::from_static(name),
+                    http::HeaderValue::from_static(value),
+                );
+            }
+            assert!(matches!(
+                s.verify(&k, TOLERANCE, &h, SDK3_BODY, SDK3_TS),
+                Err(Error::MalformedSignature(_))
+            ));
+        }
+        // No date at all.
+        let none = headers(&[("Metronome-Webhook-Signature", SDK3_SIG)]);
+        assert_eq!(
+            s.verify(&k, TOLERANCE, &none, SDK3_BODY, SDK3_TS),
+            Err(Error::MalformedSignature(METRONOME_DATE))
+        );
+    }
+
+    #[test]
+    fn signed_headers_satisfy_each_era_alone() {
+        // What `sign` prints verifies with only the new header (a current
+        // SDK ignores `Date`) and with only the old one (an older verifier).
+        let signed = Scheme::Metronome
+            .sign(&key(SDK3_SECRET), SDK3_BODY, None, SDK3_TS)
+            .expect("HMAC schemes sign");
+        for keep in ["X-Metronome-Date", "Date"] {
+            let pairs: Vec<(&str, &str)> = signed
+                .iter()
+                .filter(|(n, _)| n == keep || n == "Metronome-Webhook-Signature")
+                .map(|(n, v)| (n.as_str(), v.as_str()))
+                .collect();
+            assert_eq!(pairs.len(), 2);
+            assert!(
+                Scheme::Metronome
+                    .verify(
+                        &[key(SDK3_SECRET)],
+                        TOLERANCE,
+                        &headers(&pairs),
+                        SDK3_BODY,
+                        SDK3_TS
+                    )
+                    .is_ok(),
+                "{keep}"
+            );
+        }
     }
 
     #[test]
@@ -254,6 +373,18 @@ mod tests {
             BODY,
             DATE_TS,
             &["metronome-webhook-signature", "date"],
+        );
+        let current = headers(&[
+            ("X-Metronome-Date", SDK3_DATE),
+            ("Metronome-Webhook-Signature", SDK3_SIG),
+        ]);
+        garbage_is_refused(
+            &Scheme::Metronome,
+            &[key(SDK3_SECRET)],
+            &current,
+            SDK3_BODY,
+            SDK3_TS,
+            &["metronome-webhook-signature", "x-metronome-date", "date"],
         );
     }
 }

@@ -27,7 +27,7 @@ use http::HeaderMap;
 
 use super::handshake::form_pairs;
 use super::{Error, Verified, hmac};
-use crate::config::secret::Secret;
+use crate::secret::Secret;
 
 const SIGNATURE: &str = "x-plivo-signature-v3";
 const NONCE: &str = "x-plivo-signature-v3-nonce";

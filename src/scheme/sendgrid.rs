@@ -15,7 +15,7 @@ use http::HeaderMap;
 use ring::signature::ECDSA_P256_SHA256_ASN1;
 
 use super::{Error, Verified, hmac};
-use crate::config::secret::Secret;
+use crate::secret::Secret;
 
 const SIGNATURE: &str = "x-twilio-email-event-webhook-signature";
 const TIMESTAMP: &str = "x-twilio-email-event-webhook-timestamp";

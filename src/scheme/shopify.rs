@@ -11,7 +11,7 @@ use http::header::HeaderName;
 
 use super::hmac;
 use super::{Error, Verified};
-use crate::config::secret::Secret;
+use crate::secret::Secret;
 
 const SIGNATURE: &str = "X-Shopify-Hmac-Sha256";
 const WEBHOOK_ID: &str = "X-Shopify-Webhook-Id";
@@ -44,15 +44,40 @@ pub(super) fn verify(keys: &[Secret], headers: &HeaderMap, body: &[u8]) -> Resul
     })
 }
 
-pub(super) fn sign(key: &Secret, body: &[u8], id: Option<&str>) -> Vec<(String, String)> {
+/// The headers Shopify's own verifier requires beside the signature
+/// (`@shopify/shopify-api` `webhooks.validate` answers `missing_headers`
+/// without them). hookgate reads only the topic, as the unsigned event type;
+/// the values here stand in for the shop and topic of a real delivery.
+const DELIVERY_HEADERS: [(&str, &str); 3] = [
+    ("X-Shopify-Topic", "hookgate/sign"),
+    ("X-Shopify-Shop-Domain", "hookgate-sign.myshopify.com"),
+    ("X-Shopify-API-Version", "2025-07"),
+];
+
+pub(super) fn sign(
+    key: &Secret,
+    body: &[u8],
+    id: Option<&str>,
+    timestamp: i64,
+) -> Vec<(String, String)> {
     let tag = hmac::tag(key.expose(), &[body]);
-    vec![
+    let mut lines = vec![
         (SIGNATURE.to_owned(), hmac::encode_base64(&tag)),
         (
             WEBHOOK_ID.to_owned(),
             id.map_or_else(hmac::random_id, str::to_owned),
         ),
-    ]
+        (
+            "X-Shopify-Triggered-At".to_owned(),
+            hmac::format_time(super::TimestampFormat::Rfc3339, timestamp),
+        ),
+    ];
+    lines.extend(
+        DELIVERY_HEADERS
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), (*value).to_owned())),
+    );
+    lines
 }
 
 #[cfg(test)]
@@ -148,6 +173,16 @@ mod tests {
             vec![
                 ("X-Shopify-Hmac-Sha256".to_owned(), SIGNATURE.to_owned()),
                 ("X-Shopify-Webhook-Id".to_owned(), "w-1".to_owned()),
+                (
+                    "X-Shopify-Triggered-At".to_owned(),
+                    super::super::hmac::format_time(super::super::TimestampFormat::Rfc3339, NOW)
+                ),
+                ("X-Shopify-Topic".to_owned(), "hookgate/sign".to_owned()),
+                (
+                    "X-Shopify-Shop-Domain".to_owned(),
+                    "hookgate-sign.myshopify.com".to_owned()
+                ),
+                ("X-Shopify-API-Version".to_owned(), "2025-07".to_owned()),
             ]
         );
     }

@@ -27,7 +27,7 @@ use http::HeaderMap;
 
 use super::json::json_fields;
 use super::{Error, Verified, hmac};
-use crate::config::secret::Secret;
+use crate::secret::Secret;
 
 const AUTHORIZATION: &str = "authorization";
 const TIMESTAMP: &str = "x-timestamp";

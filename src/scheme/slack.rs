@@ -16,7 +16,7 @@ use http::HeaderMap;
 use super::hmac;
 use super::json::json_fields;
 use super::{Error, Verified};
-use crate::config::secret::Secret;
+use crate::secret::Secret;
 
 const SIGNATURE: &str = "X-Slack-Signature";
 const TIMESTAMP: &str = "X-Slack-Request-Timestamp";

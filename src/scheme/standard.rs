@@ -19,7 +19,7 @@ use http::HeaderMap;
 use super::hmac;
 use super::json::json_fields;
 use super::{Error, Verified};
-use crate::config::secret::Secret;
+use crate::secret::Secret;
 
 /// One header family: (id, timestamp, signature).
 struct Names {

@@ -18,7 +18,7 @@ use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Vis
 
 use super::hmac;
 use super::{Error, Verified};
-use crate::config::secret::Secret;
+use crate::secret::Secret;
 
 const SIGNATURE: &str = "Stripe-Signature";
 

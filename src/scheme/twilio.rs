@@ -17,7 +17,7 @@ use http::HeaderMap;
 
 use super::handshake::form_pairs;
 use super::{Algorithm, Encoding, Error, Verified, hmac};
-use crate::config::secret::Secret;
+use crate::secret::Secret;
 
 const SIGNATURE: &str = "x-twilio-signature";
 const IDEMPOTENCY: &str = "i-twilio-idempotency-token";

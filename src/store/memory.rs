@@ -20,6 +20,12 @@
 //! The store is bounded by `max_entries`. When it is full, expired entries are
 //! purged first; if it is still full, `claim` fails with [`Error::Full`] rather
 //! than evict anything: forgetting a `done` event would let a retry through.
+//!
+//! No source can fill the store for the others: the nonces of one source
+//! (the `{source}` of `{prefix}:nonce:{source}:{id}`, DESIGN §4) hold at most
+//! `per_source` entries; past that, that source's claims fail while the
+//! others' still succeed. The owner rides in the top 16 bits of an entry's
+//! deadline, so the bound costs no memory per entry.
 
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -92,6 +98,8 @@ struct Shared {
     state: Mutex<State>,
     salt: Salt,
     max_entries: usize,
+    /// Most nonces one source may hold.
+    per_source: usize,
     /// The zero of every [`Millis`] deadline.
     epoch: Instant,
 }
@@ -114,14 +122,45 @@ struct State {
     /// When the purge task will next wake on its own; `None` while it waits for
     /// a notification only. An insert with an earlier deadline wakes it.
     next_wake: Option<Millis>,
+    /// The sources seen (index = owner; 0 is "no source": version and lock
+    /// keys) and how many live entries each holds.
+    owners: Vec<(Box<str>, usize)>,
 }
 
 /// 24 bytes: with its 16-byte key, 40 bytes a slot in the hash table (a
 /// tagged enum here would make it 48, 17% more memory per nonce).
 #[derive(Clone, Copy)]
 struct Entry {
-    expires_at: Millis,
+    /// The owner in the top [`OWNER_BITS`], the deadline below them.
+    stamp: u64,
     value: Value,
+}
+
+const OWNER_BITS: u32 = 16;
+const DEADLINE_MASK: u64 = (1 << (64 - OWNER_BITS)) - 1;
+
+impl Entry {
+    fn new(owner: u16, expires_at: Millis, value: Value) -> Entry {
+        Entry {
+            stamp: u64::from(owner) << (64 - OWNER_BITS) | (expires_at & DEADLINE_MASK),
+            value,
+        }
+    }
+
+    fn expires_at(&self) -> Millis {
+        self.stamp & DEADLINE_MASK
+    }
+
+    fn owner(&self) -> usize {
+        usize::from((self.stamp >> (64 - OWNER_BITS)) as u16)
+    }
+}
+
+/// The source a nonce key belongs to, by the layout of DESIGN §4; `None`
+/// for any other key.
+fn source_of(key: &str) -> Option<&str> {
+    let (_, rest) = key.split_once(":nonce:")?;
+    rest.split_once(':').map(|(source, _)| source)
 }
 
 /// A nonce's lease holder (its token's digest) or [`DONE`]; a version key's
@@ -135,11 +174,20 @@ const DONE: Value = [0xff; 16];
 impl MemoryStore {
     /// A store holding at most `max_entries` live entries (nonces and versions).
     pub fn new(max_entries: usize) -> Self {
+        Self::shared_by(max_entries, max_entries)
+    }
+
+    /// A store of `max_entries` in which one source's nonces hold at most `per_source`.
+    pub fn shared_by(max_entries: usize, per_source: usize) -> Self {
         MemoryStore {
             shared: Arc::new(Shared {
-                state: Mutex::new(State::default()),
+                state: Mutex::new(State {
+                    owners: vec![(Box::from(""), 0)],
+                    ..State::default()
+                }),
                 salt: rand::random(),
                 max_entries,
+                per_source: per_source.clamp(1, max_entries.max(1)),
                 epoch: Instant::now(),
             }),
             wake: Arc::new(Notify::new()),
@@ -160,18 +208,17 @@ impl MemoryStore {
     /// Tries to take `key` for `lease`, holding `token`. An expired entry is absent.
     pub async fn claim(&self, key: &str, token: &str, lease: Duration) -> Result<Claim, Error> {
         let now = self.shared.now();
+        let source = source_of(key);
         let key = self.shared.digest(key);
         let mut state = self.lock();
+        let owner = state.owner(source);
         match state.live(&key, now) {
             Some(DONE) => Ok(Claim::Done),
             // A version entry cannot share a nonce key (the prefixes differ); if it
             // ever did, refusing is the safe answer.
             Some(_) => Ok(Claim::InFlight),
             None => {
-                let entry = Entry {
-                    expires_at: deadline(now, lease),
-                    value: self.shared.digest(token),
-                };
+                let entry = Entry::new(owner, deadline(now, lease), self.shared.digest(token));
                 self.insert(&mut state, key, entry, now)?;
                 Ok(Claim::Fresh)
             }
@@ -181,12 +228,11 @@ impl MemoryStore {
     /// Marks `key` done for `ttl`, whoever holds it (see [`super::Store::commit`]).
     pub async fn commit(&self, key: &str, ttl: Duration) -> Result<(), Error> {
         let now = self.shared.now();
+        let source = source_of(key);
         let key = self.shared.digest(key);
         let mut state = self.lock();
-        let entry = Entry {
-            expires_at: deadline(now, ttl),
-            value: DONE,
-        };
+        let owner = state.owner(source);
+        let entry = Entry::new(owner, deadline(now, ttl), DONE);
         self.insert(&mut state, key, entry, now)
     }
 
@@ -226,10 +272,7 @@ impl MemoryStore {
         {
             return Ok(false);
         }
-        let entry = Entry {
-            expires_at: deadline(now, VERSION_TTL),
-            value: version.to_le_bytes(),
-        };
+        let entry = Entry::new(0, deadline(now, VERSION_TTL), version.to_le_bytes());
         self.insert(&mut state, key, entry, now)?;
         Ok(true)
     }
@@ -254,21 +297,29 @@ impl MemoryStore {
         now: Millis,
     ) -> Result<(), Error> {
         let max = self.shared.max_entries;
-        if state.entries.len() >= max && !state.entries.contains_key(&key) {
+        let per_source = self.shared.per_source;
+        let owner = entry.owner();
+        let over = |state: &State| {
+            state.entries.len() >= max || (owner != 0 && state.owners[owner].1 >= per_source)
+        };
+        if over(state) && !state.entries.contains_key(&key) {
             state.purge_expired(now);
-            if state.entries.len() >= max {
+            if over(state) {
                 return Err(Error::Full(max));
             }
         }
         // One lookup: the replaced entry (if any) says which deadline to drop.
         if let Some(old) = state.entries.insert(key, entry) {
-            state.expiries.remove(&(old.expires_at, key));
+            state.expiries.remove(&(old.expires_at(), key));
+            state.owners[old.owner()].1 -= 1;
         }
-        state.expiries.insert((entry.expires_at, key));
+        state.owners[owner].1 += 1;
+        let expires_at = entry.expires_at();
+        state.expiries.insert((expires_at, key));
 
         self.start_purge();
-        if state.next_wake.is_none_or(|wake| entry.expires_at < wake) {
-            state.next_wake = Some(entry.expires_at);
+        if state.next_wake.is_none_or(|wake| expires_at < wake) {
+            state.next_wake = Some(expires_at);
             self.wake.notify_one();
         }
         Ok(())
@@ -307,13 +358,32 @@ impl State {
     fn live(&self, key: &Digest, now: Millis) -> Option<Value> {
         self.entries
             .get(key)
-            .filter(|entry| entry.expires_at > now)
+            .filter(|entry| entry.expires_at() > now)
             .map(|entry| entry.value)
     }
 
     fn remove(&mut self, key: &Digest) {
         if let Some(old) = self.entries.remove(key) {
-            self.expiries.remove(&(old.expires_at, *key));
+            self.expiries.remove(&(old.expires_at(), *key));
+            self.owners[old.owner()].1 -= 1;
+        }
+    }
+
+    /// The owner index of `source` (0 for none), seen for the first time if
+    /// need be. Past the owner bits' range, new sources share index 0.
+    fn owner(&mut self, source: Option<&str>) -> u16 {
+        let Some(source) = source else {
+            return 0;
+        };
+        if let Some(i) = self.owners.iter().position(|(s, _)| &**s == source) {
+            return u16::try_from(i).unwrap_or(0);
+        }
+        match u16::try_from(self.owners.len()) {
+            Ok(i) => {
+                self.owners.push((Box::from(source), 0));
+                i
+            }
+            Err(_) => 0,
         }
     }
 
@@ -324,7 +394,9 @@ impl State {
                 return Some(when);
             }
             self.expiries.pop_first();
-            self.entries.remove(&key);
+            if let Some(old) = self.entries.remove(&key) {
+                self.owners[old.owner()].1 -= 1;
+            }
         }
         None
     }
@@ -375,6 +447,56 @@ mod tests {
 
     const LEASE: Duration = Duration::from_secs(30);
     const TTL: Duration = Duration::from_secs(24 * 3600);
+
+    #[test]
+    fn nonce_keys_name_their_source() {
+        assert_eq!(source_of("hookgate:nonce:stripe:evt_1"), Some("stripe"));
+        assert_eq!(source_of("a:b:nonce:gh:x:y:z"), Some("gh"));
+        assert_eq!(source_of("hookgate:ver:stripe:in_1"), None);
+        assert_eq!(source_of("hookgate:nonce:stripe"), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_source_cannot_fill_the_store_for_the_others() {
+        let store = MemoryStore::shared_by(10, 5);
+        for i in 0..5 {
+            let key = format!("hg:nonce:flood:{i}");
+            assert!(matches!(
+                store.claim(&key, "t", LEASE).await,
+                Ok(Claim::Fresh)
+            ));
+        }
+        assert!(matches!(
+            store.claim("hg:nonce:flood:5", "t", LEASE).await,
+            Err(Error::Full(10))
+        ));
+        // A commit of a claimed key is no new entry.
+        assert!(matches!(
+            store.commit("hg:nonce:flood:0", TTL).await,
+            Ok(())
+        ));
+        for i in 0..5 {
+            let key = format!("hg:nonce:stripe:{i}");
+            assert!(matches!(
+                store.claim(&key, "t", LEASE).await,
+                Ok(Claim::Fresh)
+            ));
+        }
+        // Released and expired entries give their share back.
+        assert!(matches!(
+            store.release("hg:nonce:flood:1", "t").await,
+            Ok(())
+        ));
+        assert!(matches!(
+            store.claim("hg:nonce:flood:6", "t", LEASE).await,
+            Ok(Claim::Fresh)
+        ));
+        tokio::time::advance(LEASE + Duration::from_secs(1)).await;
+        assert!(matches!(
+            store.claim("hg:nonce:flood:7", "t", LEASE).await,
+            Ok(Claim::Fresh)
+        ));
+    }
 
     #[tokio::test(start_paused = true)]
     async fn claim_commit_and_duplicates() {
@@ -504,10 +626,8 @@ mod tests {
             let mut state = store.lock();
             let expired = 0;
             let key = store.shared.digest("expired");
-            let entry = Entry {
-                expires_at: expired,
-                value: DONE,
-            };
+            let entry = Entry::new(0, expired, DONE);
+            state.owners[0].1 += 1;
             state.entries.insert(key, entry);
             state.expiries.insert((expired, key));
         }

@@ -41,10 +41,11 @@ async fn two_replicas_sharing_a_cluster_forward_an_event_once() {
 async fn nonce_keys_spread_over_the_masters_and_each_lives_on_its_own_slot() {
     let mut cluster = RedisCluster::start(3);
     let upstream = Upstream::start().await;
-    let github = SourceSpec::github();
+    // Standard Webhooks signs its id, so the nonce is keyed by it.
+    let standard = SourceSpec::standard();
     let gate = ConfigBuilder::new(&upstream.url())
         .store(StoreSpec::Cluster(cluster.urls()))
-        .source(github.clone())
+        .source(standard.clone())
         .start()
         .await;
 
@@ -53,16 +54,16 @@ async fn nonce_keys_spread_over_the_masters_and_each_lives_on_its_own_slot() {
     let mut ids: Vec<String> = (0..24).map(|i| format!("layout-{i}")).collect();
     ids.extend(["{tag}-a", "{tag}-b", "x{}y", "}{", "{"].map(str::to_owned));
     for id in &ids {
-        let event = github.event(id, "push");
-        gate.send(&github, &event).await.assert_app_ok();
-        gate.send(&github, &event).await.assert_duplicate(id);
+        let event = standard.event(id, "push");
+        gate.send(&standard, &event).await.assert_app_ok();
+        gate.send(&standard, &event).await.assert_duplicate(id);
     }
 
     // Every key is `done` on the master that owns its slot.
     let owners: Vec<Vec<(u16, u16)>> = (0..3).map(|i| cluster.slots_of_node(i)).collect();
     let mut per_node = [0usize; 3];
     for id in &ids {
-        let key = nonce_key("github", id);
+        let key = nonce_key("standard", id);
         let slot = cluster.slot_of(&key);
         let node = owners
             .iter()
@@ -78,8 +79,8 @@ async fn nonce_keys_spread_over_the_masters_and_each_lives_on_its_own_slot() {
         "keys land on every master: {per_node:?}"
     );
     assert_eq!(
-        cluster.slot_of(&nonce_key("github", "{tag}-a")),
-        cluster.slot_of(&nonce_key("github", "{tag}-b")),
+        cluster.slot_of(&nonce_key("standard", "{tag}-a")),
+        cluster.slot_of(&nonce_key("standard", "{tag}-b")),
         "a hash tag in the id picks the slot"
     );
     assert!(deliveries(&upstream).values().all(|n| *n == 1));

@@ -11,9 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use hookgate::config::secret::Secret;
 use hookgate::config::{Config, SystemSecrets};
 use hookgate::scheme::Scheme;
+use hookgate::secret::Secret;
 use hookgate::state::State;
 use hookgate::{Listeners, run};
 use http::{HeaderMap, Request, Response, StatusCode};
@@ -255,7 +255,7 @@ impl Gate {
             Ok(c) => c,
             Err(e) => panic!("test config refused:\n{e}\n{toml}"),
         };
-        let store = hookgate::open_store(&config.store).expect("store");
+        let store = hookgate::open_store(&config).expect("store");
         let state = Arc::new(State::new(config, store).expect("state"));
         let public = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let admin = TcpListener::bind("127.0.0.1:0").await.expect("bind");

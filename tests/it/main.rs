@@ -2,6 +2,7 @@
 //! test) and a real recording upstream, with a real `redis-server` where the
 //! store matters. Every port is ephemeral and on loopback; every wait is bounded.
 //!
+//! - `attacks`: the attacks of `docs/security.md`, exact bytes in and out.
 //! - `pipeline`: each row of the DESIGN §3 status table, in forward mode.
 //! - `forwarding`: what the app receives, byte for byte.
 //! - `schemes`: every built-in scheme (and a generic one) end to end.
@@ -12,6 +13,7 @@
 //! - `admin`: `/healthz`, `/readyz`, `/metrics`.
 //! - `cli`: `check`, `sign`, `run` with `$HOOKGATE_CONFIG`.
 //! - `reload`: SIGHUP, refused configs, rotated secret files.
+//! - `observe`: `verification = "observe"`: failures forwarded unstamped and marked.
 //! - `logs`: request log lines, secrets never printed.
 //! - `shutdown`: SIGTERM / SIGINT drain.
 //! - `hostile`: slow clients, sizes, ambiguous framing, odd bytes, ids and
@@ -34,6 +36,7 @@
 mod support;
 
 mod admin;
+mod attacks;
 mod cli;
 mod cluster;
 mod concurrency;
@@ -45,6 +48,7 @@ mod handshakes;
 mod hostile;
 mod logs;
 mod monitoring;
+mod observe;
 mod ordering;
 mod pipeline;
 mod properties;

@@ -13,8 +13,8 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-use hookgate::config::secret::Secret;
 use hookgate::scheme::{Encoding, Error, Generic, Locator, Scheme};
+use hookgate::secret::Secret;
 
 const SEED: u64 = 0x00c0_ffee_5eed;
 /// Random requests per scheme; each is checked against several mutations.

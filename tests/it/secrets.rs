@@ -2,8 +2,8 @@
 //! hold them, config problems, and the process's own output at the most
 //! verbose log level, with a password-protected Redis going away and back.
 
-use hookgate::config::secret::Secret;
 use hookgate::config::{Config, SystemSecrets};
+use hookgate::secret::Secret;
 
 use crate::support::redis::RedisServer;
 use crate::support::{ALL_SECRETS, ConfigBuilder, Hookgate, SourceSpec, Upstream, eventually};

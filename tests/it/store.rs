@@ -275,7 +275,7 @@ async fn redis_cluster_suite() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_store_passes_the_same_suite() {
-    suite(Arc::new(Store::memory(10_000))).await;
+    suite(Arc::new(Store::memory(10_000, 10_000))).await;
 }
 
 #[tokio::test]

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use hookgate::config::secret::Secret;
+use hookgate::secret::Secret;
 use hookgate::scheme::{Error, Scheme};
 use hookgate_fuzz::{MAX_TIME, SCHEMES};
 use http::{HeaderMap, HeaderName, HeaderValue};

@@ -7,7 +7,7 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 use libfuzzer_sys::arbitrary::Unstructured;
 
 use hookgate::config::SecretSource;
-use hookgate::config::secret::Secret;
+use hookgate::secret::Secret;
 use hookgate::scheme::{Encoding, Generic, Locator, Scheme};
 
 /// Every header a built-in scheme or the generic ones below read.

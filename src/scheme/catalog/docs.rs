@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::super::{Algorithm, Encoding, SecretEncoding, TimestampFormat};
-use super::{Loc, PRESETS, Preset};
+use super::{Loc, PRESETS, Preset, Sdk};
 
 /// A provider whose scheme is code rather than a preset.
 struct Coded {
@@ -19,6 +19,7 @@ struct Coded {
     kind: &'static str,
     handshake: &'static str,
     vector: &'static str,
+    sdk: Sdk,
     /// Whether `vector` was published (docs, SDK, standard) rather than
     /// computed by our own cross-check.
     published: bool,
@@ -36,6 +37,7 @@ const CODED: &[Coded] = &[
         kind: "body `/type`",
         handshake: "—",
         vector: "SDK test: stripe/stripe-dotnet src/StripeTests/Services/Events/EventUtilityTest.cs",
+        sdk: Sdk::Checked("npm stripe 23.1.0"),
         published: true,
     },
     Coded {
@@ -49,6 +51,7 @@ const CODED: &[Coded] = &[
         kind: "header `X-GitHub-Event`",
         handshake: "—",
         vector: "docs: https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries#testing-the-webhook-payload-validation",
+        sdk: Sdk::Checked("npm @octokit/webhooks-methods 6.0.0"),
         published: true,
     },
     Coded {
@@ -62,6 +65,7 @@ const CODED: &[Coded] = &[
         kind: "header `X-Shopify-Topic`",
         handshake: "—",
         vector: "SDK test: Shopify/shopify-api-js packages/shopify-api/lib/webhooks/__tests__/validate.test.ts (secret from lib/__tests__/test-config.ts)",
+        sdk: Sdk::Checked("npm @shopify/shopify-api 13.1.0 (verify; the SDK has no signer)"),
         published: true,
     },
     Coded {
@@ -75,6 +79,7 @@ const CODED: &[Coded] = &[
         kind: "body `/event/type`, else `/type`",
         handshake: "signed `url_verification` POST → `{\"challenge\"}`",
         vector: "docs: https://api.slack.com/authentication/verifying-requests-from-slack",
+        sdk: Sdk::Checked("PyPI slack_sdk 3.48.0"),
         published: true,
     },
     Coded {
@@ -88,6 +93,7 @@ const CODED: &[Coded] = &[
         kind: "body `/type`",
         handshake: "—",
         vector: "shared: standard-webhooks/standard-webhooks libraries/go/webhook_test.go",
+        sdk: Sdk::Checked("npm standardwebhooks 1.1.1"),
         published: true,
     },
     Coded {
@@ -101,6 +107,7 @@ const CODED: &[Coded] = &[
         kind: "—",
         handshake: "—",
         vector: "SDK test: twilio/twilio-python tests/unit/test_request_validator.py",
+        sdk: Sdk::Checked("PyPI twilio 9.13.0"),
         published: true,
     },
     Coded {
@@ -114,6 +121,9 @@ const CODED: &[Coded] = &[
         kind: "—",
         handshake: "—",
         vector: "SDK test: sendgrid/sendgrid-python test/unit/test_eventwebhook.py",
+        sdk: Sdk::Checked(
+            "npm @sendgrid/eventwebhook 8.0.0 (verify, on a delivery signed with a key pair made for the check: hookgate holds no private key)",
+        ),
         published: true,
     },
     Coded {
@@ -127,19 +137,37 @@ const CODED: &[Coded] = &[
         kind: "body `/type` (number)",
         handshake: "signed PING (`type` 1) → `{\"type\":1}`",
         vector: "no published vector; signed with Python `cryptography` and the RFC 8032 test key (see discord.rs)",
+        sdk: Sdk::Checked(
+            "npm discord-interactions 4.4.0 (verify, on a delivery signed with a key pair made for the check: hookgate holds no private key)",
+        ),
         published: false,
     },
     Coded {
         name: "metronome",
         provider: "Metronome",
-        headers: "`Metronome-Webhook-Signature`, `Date` (HTTP date)",
-        signed: "`{Date}` + newline + `{body}`",
+        headers: "`Metronome-Webhook-Signature`, `X-Metronome-Date` (HTTP date; older senders: `Date`)",
+        signed: "`{X-Metronome-Date}` (or `{Date}`) + newline + `{body}`; both present with different values is refused",
         algorithm: "HMAC-SHA256, hex",
         tolerance: "5m (default; Metronome's SDKs use 5m)",
         id: "body `/id`",
         kind: "body `/type`",
         handshake: "—",
-        vector: "SDK test: Metronome-Industries/metronome-node tests/api-resources/webhooks.test.ts",
+        vector: "SDK test: Metronome-Industries/metronome-node tests/api-resources/webhooks.test.ts (`Date`); values from `@metronome/sdk` 3.10.0's signer (`X-Metronome-Date`)",
+        sdk: Sdk::Checked("npm @metronome/sdk 3.10.0"),
+        published: true,
+    },
+    Coded {
+        name: "increase",
+        provider: "[Increase](https://increase.com/documentation/webhooks)",
+        headers: "`webhook-signature: v1,…[ v1,…]`, `webhook-timestamp`, `webhook-id`; older senders: `increase-webhook-signature: t=…,v1=…`",
+        signed: "`{id}.{timestamp}.{body}`; older: `{t}.{body}` (`t` RFC 3339); both formats in one request is refused",
+        algorithm: "HMAC-SHA256, base64 (older: hex); key: the secret's own bytes (not base64-decoded)",
+        tolerance: "5m (default)",
+        id: "body `/id`",
+        kind: "body `/category`",
+        handshake: "—",
+        vector: "SDK test: Increase/increase-python tests/api_resources/test_webhooks.py (older format); values checked with npm `increase` 0.583.0 `events.unwrap` (current format)",
+        sdk: Sdk::Checked("npm increase 0.583.0 (verify; the SDK has no signer)"),
         published: true,
     },
     Coded {
@@ -153,6 +181,7 @@ const CODED: &[Coded] = &[
         kind: "body `/event-data/event`",
         handshake: "—",
         vector: "SDK test: mailgun/mailgun-php tests/Api/WebhookTest.php (testVerifyWebhookGood)",
+        sdk: Sdk::None,
         published: true,
     },
     Coded {
@@ -166,6 +195,7 @@ const CODED: &[Coded] = &[
         kind: "body `/type`",
         handshake: "—",
         vector: "SDK test: messagebird/go-rest-api signature_jwt/testdata/reference.json (read by signature_jwt/signature_test.go)",
+        sdk: Sdk::Checked("npm messagebird 4.0.1 (verify; the SDK has no signer)"),
         published: true,
     },
     Coded {
@@ -179,6 +209,9 @@ const CODED: &[Coded] = &[
         kind: "`eventCode` of a single item",
         handshake: "—",
         vector: "SDK test: Adyen/adyen-python-api-library test/test_util.py (test_notification_request_item_hmac, test_webhooks_with_slashes with test/mocks/util/)",
+        sdk: Sdk::Checked(
+            "npm @adyen/api-library 32.1.0 (its signer; `hookgate sign` cannot print a body-carried signature)",
+        ),
         published: true,
     },
     Coded {
@@ -192,6 +225,7 @@ const CODED: &[Coded] = &[
         kind: "form parameter `Event`",
         handshake: "—",
         vector: "SDK test: plivo/plivo-go utils_test.go (TestValidateSignatureV3Pass1, TestValidateSignatureV3Pass3)",
+        sdk: Sdk::Checked("PyPI plivo 4.63.0"),
         published: true,
     },
     Coded {
@@ -205,6 +239,7 @@ const CODED: &[Coded] = &[
         kind: "body `/event`",
         handshake: "—",
         vector: "docs: https://developers.sinch.com/docs/voice/api-reference/authentication/callback-signed-request (its example)",
+        sdk: Sdk::Checked("npm @sinch/sdk-client 1.5.0 (its authorization helper, loaded by path)"),
         published: true,
     },
 ];
@@ -321,7 +356,16 @@ pub(super) fn render() -> String {
          where no published vector was found — an independent computation of the \
          documented recipe (`python3 docs/crosscheck.py`, Python's `hmac`). A published vector \
          is copied into the test as published; every vector is also checked against a tampered \
-         body, a wrong secret and, where a time is signed, a stale timestamp.\n\n",
+         body, a wrong secret and, where a time is signed, a stale timestamp.\n\n\
+         The \"SDK checked\" column names the provider's current official SDK release that \
+         `python3 docs/sdkcheck.py` ran against hookgate: the SDK's own verify accepts what \
+         `hookgate sign` prints, and, where the SDK has a signer, its delivery sent through a \
+         running hookgate is forwarded to the app. \"no SDK\": no official SDK on npm or PyPI \
+         ships a webhook verifier (for example mailgun.js 14.0.1, @lemonsqueezy/lemonsqueezy.js \
+         4.0.0, nylas 8.4.0 and xero-node 20.0.0 have none). `hookgate sign` prints every header \
+         a provider's verifiers read; where that is an identifier shown beside the secret \
+         (Worldline `X-GCS-KeyId`, Pusher `X-Pusher-Key`) or the shop and topic of a Shopify \
+         delivery, it prints a stand-in (`hookgate-sign`), since hookgate does not read them.\n\n",
     );
     let _ = writeln!(
         out,
@@ -330,13 +374,13 @@ pub(super) fn render() -> String {
         PRESETS.len(),
     );
     out.push_str(
-        "| scheme | provider | headers | signed bytes | algorithm | tolerance | event id | event type | handshake | test vector |\n\
-         |---|---|---|---|---|---|---|---|---|---|\n",
+        "| scheme | provider | headers | signed bytes | algorithm | tolerance | event id | event type | handshake | test vector | SDK checked |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for c in CODED {
         let _ = writeln!(
             out,
-            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             c.name,
             c.provider,
             cell(c.headers),
@@ -346,13 +390,14 @@ pub(super) fn render() -> String {
             cell(c.id),
             cell(c.kind),
             cell(c.handshake),
-            cell(c.vector)
+            cell(c.vector),
+            cell(&c.sdk.describe())
         );
     }
     for p in PRESETS {
         let _ = writeln!(
             out,
-            "| `{}` | [{}]({}) | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| `{}` | [{}]({}) | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             p.name,
             p.provider,
             p.docs,
@@ -363,7 +408,8 @@ pub(super) fn render() -> String {
             cell(&id(p)),
             cell(&loc(p.event_type)),
             cell(p.handshake.map_or("—", |h| h.describe())),
-            cell(&p.vector.describe())
+            cell(&p.vector.describe()),
+            cell(&p.sdk.describe())
         );
     }
     out.push_str(NOTES);
@@ -405,6 +451,14 @@ letters must be written in that decomposed form (ASCII secrets are unaffected). 
 - **Worldline** Connect checks a new endpoint with a `GET` that expects the \
 `X-GCS-Webhooks-Endpoint-Verification` header echoed; hookgate does not answer it yet. \
 `X-GCS-KeyId` is not read: every configured secret is tried.\n\
+- **Metronome** moved its signed date from `Date` to `X-Metronome-Date` (`@metronome/sdk` \
+3.5.0); both are accepted. A request with both, holding different values, is refused \
+(`malformed_signature`): if a proxy between Metronome and hookgate rewrites `Date`, strip it \
+there or upgrade the sender.\n\
+- **Increase** moved to Standard Webhooks headers keyed with the raw secret (npm `increase` \
+0.405.0, PyPI 0.552.0); the older `Increase-Webhook-Signature` is still accepted, a request \
+carrying both formats is refused (`malformed_signature`), and `hookgate sign` prints the new \
+format.\n\
 - **MessageBird** signs the full URL it requests: callbacks whose URL carries per-request query \
 parameters (SMS status reports sent as `GET`) cannot match a fixed `public_url` and are refused.\n\
 - **Plivo** messaging and Verify callbacks carry only the V2 signature (URL and nonce, not the \

@@ -1454,3 +1454,46 @@ fn garbage_never_panics_for_any_preset() {
         }
     }
 }
+
+#[test]
+fn sign_prints_the_fixed_headers_the_provider_sends() {
+    // The headers the providers' own verifiers read beside the signature
+    // (Box's SDK answers false without its version and algorithm; Worldline's
+    // looks its secret up by key id; Pusher's compares the app key).
+    for (name, want) in [
+        (
+            "box",
+            &[
+                ("box-signature-version", "1"),
+                ("box-signature-algorithm", "HmacSHA256"),
+            ][..],
+        ),
+        ("worldline", &[("x-gcs-keyid", super::SIGN_KEY_ID)]),
+        ("pusher", &[("x-pusher-key", super::SIGN_KEY_ID)]),
+        (
+            "sinch",
+            &[("x-sinch-webhook-signature-algorithm", "HmacSHA256")],
+        ),
+    ] {
+        let s = Scheme::by_name(name, None).expect("known");
+        let k = key(b"sends-secret");
+        let body = br#"{"id":"evt_sends","type":"t","trigger":"FILE.UPLOADED"}"#;
+        let lines = s
+            .sign(&k, body, Some("evt_sends"), 1_700_000_000)
+            .expect("signs");
+        for (h, v) in want {
+            assert!(
+                lines.iter().any(|(n, got)| n == h && got == v),
+                "{name}: {h}: {v} missing from {lines:?}"
+            );
+        }
+        let mut map = http::HeaderMap::new();
+        for (n, v) in &lines {
+            super::super::test_support::set(&mut map, n, v.as_bytes());
+        }
+        assert!(
+            s.verify(&[k], WIDE, &map, body, 1_700_000_000).is_ok(),
+            "{name}"
+        );
+    }
+}

@@ -12,6 +12,7 @@
 
 pub mod hookgate;
 pub mod prometheus;
+pub mod raw_app;
 pub mod redis;
 pub mod upstream;
 
@@ -29,8 +30,8 @@ use serde_json::{Value, json};
 use sha2::Digest;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use ::hookgate::config::secret::Secret;
 use ::hookgate::scheme::{Encoding, Generic, Locator, Scheme};
+use ::hookgate::secret::Secret;
 
 pub use self::hookgate::Hookgate;
 pub use self::upstream::{Reply, Upstream};
