@@ -28,6 +28,8 @@
 //! - `queue`: queue delivery: ack after enqueue, retries, 4xx, SIGKILL, replicas.
 //! - `dlq`: dead letters in both modes, `hookgate dlq`, the admin endpoints.
 //! - `delivery_kit`: what those three share (scripted app, in-process hookgate).
+//! - `monitoring`: the chart's dashboard panels and alert expressions asked
+//!   of a real Prometheus scraping hookgate under load.
 //! - `upstream_conn`: connections to the app: keep-alive reuse, apps closing
 //!   idle connections, chunked and close-delimited answers, silent or broken
 //!   answers, an `https://` app.
@@ -46,6 +48,7 @@ mod forwarding;
 mod handshakes;
 mod hostile;
 mod logs;
+mod monitoring;
 mod observe;
 mod ordering;
 mod pipeline;

@@ -34,6 +34,23 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
+{{/*
+The headless Service that exposes the admin port to a ServiceMonitor, its
+extra label (so the ServiceMonitor selects it and not the public Service), and
+the dashboard ConfigMap: the full name plus a suffix, within 63 characters.
+*/}}
+{{- define "hookgate.metricsName" -}}
+{{- printf "%s-metrics" (include "hookgate.fullname" . | trunc 55 | trimSuffix "-") }}
+{{- end }}
+
+{{- define "hookgate.metricsLabels" -}}
+app.kubernetes.io/component: metrics
+{{- end }}
+
+{{- define "hookgate.dashboardName" -}}
+{{- printf "%s-dashboard" (include "hookgate.fullname" . | trunc 53 | trimSuffix "-") }}
+{{- end }}
+
 {{- define "hookgate.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create }}
 {{- default (include "hookgate.fullname" .) .Values.serviceAccount.name }}
