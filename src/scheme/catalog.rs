@@ -1103,6 +1103,7 @@ pub static PRESETS: &[Preset] = &[
     },
     // ---- Added with the breadth pass: documented recipes, cross-checked ----
     Preset {
+        sdk: Sdk::Checked("npm @linear/sdk 98.0.0 (verify; the SDK has no signer)"),
         event_id: Some(H("linear-delivery")),
         event_type: Some(H("linear-event")),
         ..hmac(
@@ -1329,6 +1330,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm @elevenlabs/elevenlabs-js 2.73.0 (verify; the SDK has no signer)"),
         signature_delimiter: Some(","),
         signature_key: Some("v0"),
         timestamp_key: Some("t"),
@@ -1344,6 +1346,7 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        sdk: Sdk::Checked("npm stream-chat 9.53.0 (verify; the SDK has no signer)"),
         event_id: Some(H("x-webhook-id")),
         event_type: Some(P("/type")),
         ..hmac(
@@ -1354,15 +1357,19 @@ pub static PRESETS: &[Preset] = &[
             "https://getstream.io/chat/docs/node/webhooks_overview/",
         )
     },
-    standard_like(
-        "liveblocks",
-        "Liveblocks",
-        &["webhook-signature"],
-        "webhook-timestamp",
-        "webhook-id",
-        "https://liveblocks.io/docs/platform/webhooks",
-    ),
     Preset {
+        sdk: Sdk::Checked("npm @liveblocks/node 3.24.2 (verify; the SDK has no signer)"),
+        ..standard_like(
+            "liveblocks",
+            "Liveblocks",
+            &["webhook-signature"],
+            "webhook-timestamp",
+            "webhook-id",
+            "https://liveblocks.io/docs/platform/webhooks",
+        )
+    },
+    Preset {
+        sdk: Sdk::Checked("npm @polar-sh/sdk 0.49.0 (verify; the SDK has no signer)"),
         secret_encoding: SecretEncoding::Raw,
         secret_prefix: None,
         ..standard_like(
@@ -1374,14 +1381,17 @@ pub static PRESETS: &[Preset] = &[
             "https://docs.polar.sh/integrate/webhooks/endpoints",
         )
     },
-    standard_like(
-        "dodopayments",
-        "Dodo Payments",
-        &["webhook-signature"],
-        "webhook-timestamp",
-        "webhook-id",
-        "https://docs.dodopayments.com/developer-resources/webhooks",
-    ),
+    Preset {
+        sdk: Sdk::Checked("npm dodopayments 2.52.0 (verify; the SDK has no signer)"),
+        ..standard_like(
+            "dodopayments",
+            "Dodo Payments",
+            &["webhook-signature"],
+            "webhook-timestamp",
+            "webhook-id",
+            "https://docs.dodopayments.com/developer-resources/webhooks",
+        )
+    },
     standard_like(
         "yoco",
         "Yoco",
@@ -1390,14 +1400,17 @@ pub static PRESETS: &[Preset] = &[
         "webhook-id",
         "https://developer.yoco.com/online/resources/webhooks",
     ),
-    standard_like(
-        "stytch",
-        "Stytch",
-        &["svix-signature"],
-        "svix-timestamp",
-        "svix-id",
-        "https://stytch.com/docs/guides/webhooks/getting-started",
-    ),
+    Preset {
+        sdk: Sdk::Checked("npm svix 1.99.1 (the library Stytch's docs verify with)"),
+        ..standard_like(
+            "stytch",
+            "Stytch",
+            &["svix-signature"],
+            "svix-timestamp",
+            "svix-id",
+            "https://stytch.com/docs/guides/webhooks/getting-started",
+        )
+    },
     Preset {
         signature_delimiter: Some(","),
         signature_key: Some("sig1"),

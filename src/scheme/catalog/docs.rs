@@ -478,6 +478,14 @@ checks the base64 credentials.\n\
 - **Twilio** JSON bodies (signed through a `bodySHA256` query parameter) are not supported: their \
 URL changes per request.\n\
 - **Xero**'s intent-to-receive check expects 401 for a bad signature; hookgate answers 400.\n\
+- **Linear** signs only the body; its SDK also holds the body's `webhookTimestamp` to a minute, \
+which hookgate does not read (replays inside `nonce_ttl` are duplicates by the body's digest). \
+**Buildkite**'s plain `X-Buildkite-Token` mode is a token: use a generic source with \
+`algorithm = \"token\"`; `buildkite` checks `X-Buildkite-Signature`.\n\
+- **Telegram**, **Hugging Face**, **Vapi** and **Xendit** send a shared token, not a MAC: the body \
+is not covered. **Microsoft Graph**'s `clientState` is the same kind of proof, carried in the body.\n\
+- **Polar** keys Standard Webhooks with the secret's own bytes (as its SDK does); the other \
+Standard Webhooks senders (`liveblocks`, `dodopayments`, `yoco`, `stytch`) take `whsec_` + base64.\n\
 - **EasyPost** normalizes its webhook secret to Unicode NFKD before signing; a secret with accented \
 letters must be written in that decomposed form (ASCII secrets are unaffected). Its newer \
 `X-Hmac-Signature-V2` (timestamp and path signed) is not read; `easypost` checks `X-Hmac-Signature`.\n\
