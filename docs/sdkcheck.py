@@ -83,6 +83,12 @@ NPM = {
     "resend": "resend",
     "webflow-api": "webflow-api",
     "pusher": "pusher",
+    "@linear/sdk": "@linear/sdk",
+    "@elevenlabs/elevenlabs-js": "@elevenlabs/elevenlabs-js",
+    "stream-chat": "stream-chat",
+    "@liveblocks/node": "@liveblocks/node",
+    "@polar-sh/sdk": "@polar-sh/sdk",
+    "dodopayments": "dodopayments",
 }
 PYPI = {
     "slack_sdk": "slack_sdk",
@@ -137,6 +143,13 @@ SDKS = {
     "resend": ("npm", "resend"),
     "webflow": ("npm", "webflow-api"),
     "pusher": ("npm", "pusher"),
+    "linear": ("npm", "@linear/sdk"),
+    "elevenlabs": ("npm", "@elevenlabs/elevenlabs-js"),
+    "stream-chat": ("npm", "stream-chat"),
+    "liveblocks": ("npm", "@liveblocks/node"),
+    "polar": ("npm", "@polar-sh/sdk"),
+    "dodopayments": ("npm", "dodopayments"),
+    "stytch": ("npm", "svix"),
 }
 
 # Secrets as each provider issues them (test values, never real ones).
@@ -150,6 +163,9 @@ SECRETS = {
     "openai": "whsec_" + B64,
     "replicate": "whsec_" + B64,
     "lithic": "whsec_" + B64,
+    "liveblocks": "whsec_" + B64,
+    "dodopayments": "whsec_" + B64,
+    "stytch": "whsec_" + B64,
     "finch": B64,
     "sinch-voice": B64,
     "adyen": "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056",
@@ -192,6 +208,15 @@ def body_for(scheme):
                           separators=(",", ":"))
     if scheme == "adyen":
         return None  # built by the adapter around the signed item
+    if scheme == "linear":
+        # The SDK also holds the body's own webhookTimestamp (milliseconds) to a minute.
+        return json.dumps({"action": "create", "type": "Issue", "data": {"id": EVT},
+                           "webhookTimestamp": int(time.time() * 1000)}, separators=(",", ":"))
+    if scheme == "liveblocks":
+        # The SDK refuses event types it does not know.
+        return json.dumps({"type": "storageUpdated", "data": {"roomId": EVT, "projectId": "p1",
+                                                            "updatedAt": "2024-01-01T00:00:00.000Z"}},
+                          separators=(",", ":"))
     if scheme == "mailgun":
         return None
     return json.dumps({
@@ -565,6 +590,56 @@ const svixLike = {
 };
 adapters.svix = svixLike;
 adapters.clerk = svixLike;
+adapters.stytch = svixLike;
+
+adapters.linear = {
+  async verify(c) {
+    const { LinearWebhookClient } = await import('@linear/sdk/webhooks');
+    new LinearWebhookClient(c.secret).verify(Buffer.from(c.body), c.headers['linear-signature']);
+  },
+};
+
+adapters.elevenlabs = {
+  async verify(c) {
+    const { ElevenLabsClient } = require('@elevenlabs/elevenlabs-js');
+    await new ElevenLabsClient({ apiKey: 'sdkcheck' }).webhooks.constructEvent(c.body, c.headers['elevenlabs-signature'], c.secret);
+  },
+};
+
+adapters['stream-chat'] = {
+  verify(c) {
+    const { StreamChat } = require('stream-chat');
+    const client = new StreamChat('sdkcheck-key', c.secret);
+    if (!client.verifyWebhook(c.body, c.headers['x-signature'])) throw new Error('verifyWebhook returned false');
+  },
+};
+
+adapters.liveblocks = {
+  verify(c) {
+    const { WebhookHandler } = require('@liveblocks/node');
+    new WebhookHandler(c.secret).verifyRequest({ headers: c.headers, rawBody: c.body });
+  },
+};
+
+adapters.polar = {
+  verify(c) {
+    const { validateEvent, WebhookVerificationError } = require('@polar-sh/sdk/webhooks');
+    try {
+      validateEvent(c.body, c.headers, c.secret);
+    } catch (e) {
+      // validateEvent checks the signature, then parses the event against
+      // Polar's schemas; a parse error means the signature held.
+      if (e instanceof WebhookVerificationError || e.name !== 'SDKValidationError') throw e;
+    }
+  },
+};
+
+adapters.dodopayments = {
+  verify(c) {
+    const DodoPayments = require('dodopayments').default;
+    new DodoPayments({ bearerToken: 'sdkcheck', webhookKey: c.secret }).webhooks.unwrap(c.body, { headers: c.headers });
+  },
+};
 adapters.resend = {
   verify(c) {
     const { Resend } = require('resend');

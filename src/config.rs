@@ -65,6 +65,9 @@
 //! - `server.max_connections` is greater than zero; `server.request_read_timeout`
 //!   bounds the headers, and then the body, of each request.
 //! - `on_store_error = "forward_unchecked"` needs `delivery = "forward"`.
+//! - `verify_token` (a secret entry, like one of `secrets`) is taken only by
+//!   schemes with a verify-token check (`meta`), and may not equal one of the
+//!   source's `secrets`: it travels in URLs, the signing secret must not.
 //! - Connection bounds: `server.write_timeout` (1 s to 10 min, default 10 s),
 //!   `server.idle_timeout` (1 s to 1 h, default 30 s) and
 //!   `server.max_connection_age` (at least `idle_timeout`, at most 24 h,
@@ -302,6 +305,10 @@ pub struct Source {
     /// replica, so a slow app is not flooded by a backlog.
     pub max_in_flight: usize,
     pub ordering: Option<Ordering>,
+    /// Meta's subscription check: the `hub.verify_token` a `GET` must carry
+    /// to have its challenge answered. Separate from `keys`: it travels in
+    /// URLs.
+    pub verify_token: Option<Secret>,
 }
 
 impl Source {
@@ -1543,6 +1550,7 @@ fn build_sources(
                 retry_schedule: b.retry_schedule,
                 max_in_flight: b.max_in_flight,
                 ordering: b.ordering,
+                verify_token: b.verify_token,
             }),
             _ => out = None,
         }
@@ -1667,6 +1675,7 @@ struct SourceBody {
     retry_schedule: Vec<Duration>,
     max_in_flight: usize,
     ordering: Option<Ordering>,
+    verify_token: Option<Secret>,
 }
 
 fn source_body(
@@ -1802,6 +1811,15 @@ fn source_body(
             }
         },
     };
+
+    let verify_token = verify_token(
+        c,
+        &field("verify_token"),
+        r,
+        scheme.as_ref(),
+        keys.as_deref(),
+        &mut secret_files,
+    );
 
     // Tolerance: only for schemes that sign a timestamp.
     let tolerance_field = field("tolerance");
@@ -2003,7 +2021,45 @@ fn source_body(
         retry_schedule: retry_schedule?,
         max_in_flight: max_in_flight?,
         ordering: ordering?,
+        verify_token: verify_token?,
     })
+}
+
+/// `verify_token`: resolved like a `secrets` entry, for schemes with a
+/// verify-token check only, and never one of the signing secrets.
+fn verify_token(
+    c: &mut Check<'_>,
+    field: &str,
+    r: &RawSource,
+    scheme: Option<&Scheme>,
+    keys: Option<&[Secret]>,
+    files: &mut Vec<PathBuf>,
+) -> Option<Option<Secret>> {
+    let Some(entry) = &r.verify_token else {
+        return Some(None);
+    };
+    if let Some(s) = scheme.filter(|s| !s.takes_verify_token()) {
+        c.at(
+            entry,
+            field,
+            format!(
+                "does not apply: scheme \"{}\" makes no verify-token check; remove it",
+                s.name()
+            ),
+        );
+        return None;
+    }
+    let (token, _) = resolve_secret(c, entry, field, files)?;
+    if keys.is_some_and(|keys| keys.iter().any(|k| k.expose() == token.expose())) {
+        c.at(
+            entry,
+            field,
+            "is one of this source's secrets; choose another value: the verify token \
+             travels in URLs, the signing secret must not",
+        );
+        return None;
+    }
+    Some(Some(token))
 }
 
 const NOT_QUEUED: &str = "applies only to delivery = \"queue\"; with forward delivery \

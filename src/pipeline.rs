@@ -71,18 +71,31 @@ where
     };
     let source = &runtime.config.sources[index];
 
-    if parts.method != Method::POST {
-        // A provider's endpoint check (Dropbox/Nylas GET challenge, Okta,
-        // X CRC, Trello HEAD) is answered here; anything else is refused.
-        let reply =
-            source
-                .scheme
-                .handshake_before(&source.keys, &parts.method, &parts.uri, &parts.headers);
-        if let Some(reply) = reply {
+    // A provider's endpoint check (Dropbox/Nylas GET challenge, Okta, Meta,
+    // X CRC, Trello HEAD; Asana's and Microsoft Graph's unsigned POSTs) is
+    // answered here, before the body is read; a failed one (Meta with a
+    // wrong verify token) is refused like a bad signature. Any other request
+    // but a POST is refused.
+    let check = source.scheme.handshake_before(
+        &source.keys,
+        source.verify_token.as_ref(),
+        &parts.method,
+        &parts.uri,
+        &parts.headers,
+    );
+    match check {
+        Some(Ok(reply)) => {
             let response = reply.into_response();
             return finish(state, source, None, Outcome::Handshake, Some(response));
         }
-        return finish(state, source, None, Outcome::MethodNotAllowed, None);
+        Some(Err(e)) => {
+            tracing::debug!(source = %source.name, reason = %e, "endpoint check refused");
+            return finish(state, source, None, Outcome::from(&e), None);
+        }
+        None if parts.method != Method::POST => {
+            return finish(state, source, None, Outcome::MethodNotAllowed, None);
+        }
+        None => {}
     }
     let body = match read_body(
         body,

@@ -26,6 +26,7 @@ mod json;
 mod mailgun;
 mod messagebird;
 mod metronome;
+mod msgraph;
 mod plivo;
 mod sendgrid;
 mod shopify;
@@ -225,6 +226,8 @@ impl Generic {
 pub struct Reply {
     pub content_type: &'static str,
     pub body: Vec<u8>,
+    /// A header the sender expects back (Asana's `X-Hook-Secret`).
+    pub echo: Option<(HeaderName, HeaderValue)>,
 }
 
 impl Reply {
@@ -232,6 +235,7 @@ impl Reply {
         Reply {
             content_type: "application/json",
             body: value.to_string().into_bytes(),
+            echo: None,
         }
     }
 
@@ -248,6 +252,9 @@ impl Reply {
             http::header::X_CONTENT_TYPE_OPTIONS,
             HeaderValue::from_static("nosniff"),
         );
+        if let Some((name, value)) = self.echo {
+            headers.insert(name, value);
+        }
         response
     }
 }
@@ -295,10 +302,13 @@ pub enum Scheme {
     SinchVoice {
         public_url: String,
     },
+    /// Microsoft Graph change notifications: every item's `clientState` is
+    /// a configured secret; `?validationToken=` answered.
+    MicrosoftGraph,
 }
 
 /// The scheme words that are code, not catalog presets, besides the core five.
-const CODED: [&str; 10] = [
+const CODED: [&str; 11] = [
     "twilio",
     "sendgrid",
     "discord",
@@ -309,6 +319,7 @@ const CODED: [&str; 10] = [
     "adyen",
     "plivo",
     "sinch-voice",
+    "microsoft-graph",
 ];
 
 impl Scheme {
@@ -330,7 +341,7 @@ impl Scheme {
     /// only a signed type is stamped as `X-Verified-Event-Type`.
     pub fn signs_event_type(&self) -> bool {
         match self {
-            Scheme::Github | Scheme::Shopify => false,
+            Scheme::Github | Scheme::Shopify | Scheme::MicrosoftGraph => false,
             Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => {
                 g.signs(g.event_type.as_ref(), false)
             }
@@ -358,6 +369,7 @@ impl Scheme {
             Scheme::Adyen => "adyen",
             Scheme::Plivo { .. } => "plivo",
             Scheme::SinchVoice { .. } => "sinch-voice",
+            Scheme::MicrosoftGraph => "microsoft-graph",
         }
     }
 
@@ -381,6 +393,7 @@ impl Scheme {
             "adyen" => Scheme::Adyen,
             "plivo" => Scheme::Plivo { public_url: url() },
             "sinch-voice" => Scheme::SinchVoice { public_url: url() },
+            "microsoft-graph" => Scheme::MicrosoftGraph,
             _ => {
                 let preset = catalog::find(name)?;
                 Scheme::Preset {
@@ -420,7 +433,7 @@ impl Scheme {
             Scheme::Increase => true,
             Scheme::SinchVoice { .. } => true,
             Scheme::Github | Scheme::Shopify | Scheme::Twilio { .. } => false,
-            Scheme::Adyen | Scheme::Plivo { .. } => false,
+            Scheme::Adyen | Scheme::Plivo { .. } | Scheme::MicrosoftGraph => false,
             Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => g.signs_timestamp(),
         }
     }
@@ -446,6 +459,7 @@ impl Scheme {
             Scheme::Discord => discord::prepare_key(secret),
             Scheme::Adyen => adyen::prepare_key(secret),
             Scheme::SinchVoice { .. } => sinch_voice::prepare_key(secret),
+            Scheme::MicrosoftGraph => msgraph::prepare_key(secret),
             _ if secret.expose().is_empty() => Err("secret is empty".to_owned()),
             _ => Ok(secret.clone()),
         }
@@ -485,6 +499,7 @@ impl Scheme {
             Scheme::SinchVoice { public_url } => {
                 sinch_voice::verify(public_url, keys, tolerance, headers, body, now)
             }
+            Scheme::MicrosoftGraph => msgraph::verify(keys, body),
         }
     }
 
@@ -529,7 +544,7 @@ impl Scheme {
             }
             Scheme::Metronome => Ok(metronome::sign(key, body, timestamp)),
             Scheme::Increase => increase::sign(key, body, id, timestamp),
-            Scheme::Mailgun | Scheme::Adyen => {
+            Scheme::Mailgun | Scheme::Adyen | Scheme::MicrosoftGraph => {
                 Err("the signature travels in the body, not in headers")
             }
             Scheme::MessageBird { public_url } => {
@@ -543,21 +558,31 @@ impl Scheme {
     }
 
     /// An endpoint check the sender makes with a request other than a signed
-    /// POST (a GET or HEAD: Dropbox, Nylas, Okta, X, Trello), answered by
-    /// hookgate before the method check. `None`: not a handshake, carry on.
+    /// POST (a GET or HEAD: Dropbox, Nylas, Okta, Meta, X, Trello; an
+    /// unsigned POST: Asana's `X-Hook-Secret`, Microsoft Graph's
+    /// `?validationToken=`), answered by hookgate before the method check and
+    /// before the body is read. `None`: not a handshake, carry on;
+    /// `Some(Err)`: a check that fails (Meta's with a wrong `verify_token`).
     pub fn handshake_before(
         &self,
         keys: &[Secret],
+        verify_token: Option<&Secret>,
         method: &Method,
         uri: &Uri,
         headers: &HeaderMap,
-    ) -> Option<Reply> {
-        match self {
-            Scheme::Preset { preset, .. } => {
-                handshake::before(preset.handshake?, keys, method, uri, headers)
-            }
-            _ => None,
-        }
+    ) -> Option<Result<Reply, Error>> {
+        let kind = match self {
+            Scheme::Preset { preset, .. } => preset.handshake?,
+            Scheme::MicrosoftGraph => Handshake::GraphValidationToken,
+            _ => return None,
+        };
+        handshake::before(kind, keys, verify_token, method, uri, headers)
+    }
+
+    /// Whether the source takes a `verify_token` (Meta's subscription check).
+    pub fn takes_verify_token(&self) -> bool {
+        matches!(self, Scheme::Preset { preset, .. }
+            if preset.handshake == Some(Handshake::MetaVerifyToken))
     }
 
     /// An endpoint check that arrives as a verified POST (Slack

@@ -98,6 +98,7 @@ pub(super) struct RawSource {
     pub ordering: Option<Spanned<RawOrdering>>,
     pub generic: Option<Spanned<RawGeneric>>,
     pub public_url: Option<Spanned<String>>,
+    pub verify_token: Option<Spanned<RawSecret>>,
 }
 
 #[derive(Deserialize)]

@@ -2487,3 +2487,92 @@ fn extended_generic_mistakes() {
     );
     assert!(!show(&ps).contains("not*base64\""));
 }
+
+// ---------------------------------------------------------------------------
+// verify_token (Meta's subscription check)
+
+const META: &str = r#"
+[server]
+listen = "127.0.0.1:8080"
+upstream = "http://127.0.0.1:3000"
+
+[[source]]
+name = "meta"
+path = "/webhooks/meta"
+scheme = "meta"
+secrets = ["app-secret"]
+"#;
+
+#[test]
+fn verify_token_is_a_secret_of_its_own() {
+    let secrets = MapSecrets::default().env("META_VERIFY_TOKEN", "from-env");
+    let c = config_with(
+        &format!("{META}verify_token = {{ env = \"META_VERIFY_TOKEN\" }}\n"),
+        &secrets,
+    );
+    let source = &c.sources[0];
+    assert_eq!(
+        source.verify_token.as_ref().map(|t| t.expose().to_vec()),
+        Some(b"from-env".to_vec())
+    );
+    assert_eq!(source.keys.len(), 1, "the token is not a signing secret");
+    assert!(!format!("{source:?}").contains("from-env"));
+    let secrets = MapSecrets::default().file("/run/meta-token", b"from-file\n");
+    let c = config_with(
+        &format!("{META}verify_token = {{ file = \"/run/meta-token\" }}\n"),
+        &secrets,
+    );
+    assert_eq!(
+        c.sources[0]
+            .verify_token
+            .as_ref()
+            .map(|t| t.expose().to_vec()),
+        Some(b"from-file".to_vec())
+    );
+    assert!(
+        c.sources[0]
+            .secret_files
+            .contains(&std::path::PathBuf::from("/run/meta-token")),
+        "a token file is watched like a secret file"
+    );
+    // Optional: without it Meta's GET is simply not answered.
+    assert!(config(META).sources[0].verify_token.is_none());
+}
+
+#[test]
+fn verify_token_problems_name_the_field_and_line() {
+    let src = format!("{META}verify_token = {{ env = \"NOT_SET\" }}\n");
+    only(
+        &src,
+        "source[meta].verify_token",
+        "verify_token",
+        "NOT_SET is not set",
+    );
+    let src = format!("{META}verify_token = \"\"\n");
+    only(&src, "source[meta].verify_token", "verify_token", "empty");
+    let src = format!("{META}verify_token = 7\n");
+    has(
+        &problems(&src),
+        &src,
+        "source[meta].verify_token",
+        "verify_token",
+        "",
+    );
+    // Never the signing secret, and the value is not quoted.
+    let src = format!("{META}verify_token = \"app-secret\"\n");
+    only(
+        &src,
+        "source[meta].verify_token",
+        "verify_token",
+        "is one of this source's secrets",
+    );
+    assert!(!show(&problems(&src)).contains("app-secret"));
+    // Only where the scheme makes the check.
+    let src = with("verify_token = \"tok\"\n");
+    only(
+        &src,
+        "source[gh].verify_token",
+        "verify_token",
+        "does not apply: scheme \"github\"",
+    );
+}

@@ -42,6 +42,16 @@ pub enum Handshake {
     TwitterCrc,
     /// Trello: a `HEAD` when the webhook is created, answered 200.
     TrelloHead,
+    /// Meta: `GET ?hub.mode=subscribe&hub.verify_token=…&hub.challenge=…`,
+    /// answered with the challenge when the token is the source's
+    /// `verify_token`.
+    MetaVerifyToken,
+    /// Asana: an unsigned POST with `X-Hook-Secret`, answered 200 with the
+    /// same header.
+    AsanaHookSecret,
+    /// Microsoft Graph: `POST ?validationToken=…`, answered with the token
+    /// as text.
+    GraphValidationToken,
 }
 
 impl Handshake {
@@ -62,6 +72,11 @@ impl Handshake {
             }
             Handshake::TwitterCrc => "`GET ?crc_token=` → `{\"response_token\"}`",
             Handshake::TrelloHead => "`HEAD` → 200",
+            Handshake::MetaVerifyToken => {
+                "`GET ?hub.mode=subscribe&hub.verify_token=…&hub.challenge=…` → challenge text, when the token is the source's `verify_token`"
+            }
+            Handshake::AsanaHookSecret => "unsigned POST with `X-Hook-Secret` → 200, header echoed",
+            Handshake::GraphValidationToken => "`POST ?validationToken=` → token text",
         }
     }
 }
@@ -906,6 +921,7 @@ pub static PRESETS: &[Preset] = &[
     Preset {
         signature_prefix: Some("sha256="),
         event_type: Some(P("/object")),
+        handshake: Some(Handshake::MetaVerifyToken),
         ..hmac(
             "meta",
             "Meta (Facebook, Instagram, WhatsApp)",
@@ -1064,6 +1080,16 @@ pub static PRESETS: &[Preset] = &[
         )
     },
     Preset {
+        handshake: Some(Handshake::AsanaHookSecret),
+        ..hmac(
+            "asana",
+            "Asana",
+            &["x-hook-signature"],
+            Hex,
+            "https://developers.asana.com/docs/webhooks-guide#security",
+        )
+    },
+    Preset {
         sdk: Sdk::Checked("npm pusher 5.3.4 (verify; the SDK has no signer)"),
         sends: &[("x-pusher-key", SIGN_KEY_ID)],
         vector: Vector::Sdk("pusher/pusher-http-go webhook_test.go (TestClientWebhookValidation)"),
@@ -1075,6 +1101,517 @@ pub static PRESETS: &[Preset] = &[
             "https://pusher.com/docs/channels/server_api/webhooks/#authentication",
         )
     },
+    // ---- Added with the breadth pass: documented recipes, cross-checked ----
+    Preset {
+        sdk: Sdk::Checked("npm @linear/sdk 98.0.0 (verify; the SDK has no signer)"),
+        event_id: Some(H("linear-delivery")),
+        event_type: Some(H("linear-event")),
+        ..hmac(
+            "linear",
+            "Linear",
+            &["linear-signature"],
+            Hex,
+            "https://linear.app/developers/webhooks#securing-webhooks",
+        )
+    },
+    Preset {
+        event_id: Some(P("/id")),
+        event_type: Some(P("/type")),
+        ..hmac(
+            "checkout-com",
+            "Checkout.com",
+            &["cko-signature"],
+            Hex,
+            "https://www.checkout.com/docs/developer-resources/webhooks",
+        )
+    },
+    Preset {
+        signed_payload: "v0:{timestamp}:{body}",
+        timestamp_header: Some("x-cio-timestamp"),
+        event_id: Some(P("/event_id")),
+        event_type: Some(P("/metric")),
+        ..hmac(
+            "customerio",
+            "Customer.io reporting webhooks",
+            &["x-cio-signature"],
+            Hex,
+            "https://docs.customer.io/journeys/webhooks/",
+        )
+    },
+    Preset {
+        signature_delimiter: Some(","),
+        signature_key: Some("signature"),
+        timestamp_key: Some("timestamp"),
+        signed_payload: "{timestamp}.{body}",
+        event_type: Some(H("x-buildkite-event")),
+        ..hmac(
+            "buildkite",
+            "Buildkite",
+            &["x-buildkite-signature"],
+            Hex,
+            "https://buildkite.com/docs/apis/webhooks#webhook-signature",
+        )
+    },
+    Preset {
+        event_id: Some(P("/data/id")),
+        event_type: Some(P("/data/attributes/name")),
+        ..t_v1(
+            "persona",
+            "Persona",
+            &["persona-signature"],
+            "https://docs.withpersona.com/docs/webhooks",
+        )
+    },
+    Preset {
+        signature_prefix: Some("hmac-sha256="),
+        secret_encoding: SecretEncoding::Base64,
+        ..hmac(
+            "airtable",
+            "Airtable",
+            &["x-airtable-content-mac"],
+            Hex,
+            "https://airtable.com/developers/web/api/webhooks-overview",
+        )
+    },
+    Preset {
+        algorithm: Algorithm::Sha1,
+        event_type: Some(P("/event")),
+        ..hmac(
+            "webex",
+            "Webex",
+            &["x-spark-signature"],
+            Hex,
+            "https://developer.webex.com/docs/webhooks",
+        )
+    },
+    hmac(
+        "quickbooks",
+        "QuickBooks Online (Intuit)",
+        &["intuit-signature"],
+        Base64,
+        "https://developer.intuit.com/app/developer/qbo/docs/develop/webhooks",
+    ),
+    Preset {
+        event_id: Some(P("/update_id")),
+        ..token(
+            "telegram",
+            "Telegram Bot API",
+            &["x-telegram-bot-api-secret-token"],
+            "https://core.telegram.org/bots/api#setwebhook",
+        )
+    },
+    Preset {
+        algorithm: Algorithm::Sha1,
+        event_id: Some(P("/messageId")),
+        event_type: Some(P("/type")),
+        ..hmac(
+            "segment",
+            "Segment webhooks destination",
+            &["x-signature"],
+            Hex,
+            "https://segment.com/docs/connections/destinations/catalog/webhooks/",
+        )
+    },
+    Preset {
+        event_id: Some(P("/id")),
+        event_type: Some(P("/topic")),
+        ..hmac(
+            "dwolla",
+            "Dwolla",
+            &["x-request-signature-sha-256"],
+            Hex,
+            "https://developers.dwolla.com/docs/webhooks",
+        )
+    },
+    Preset {
+        event_type: Some(P("/event")),
+        ..hmac(
+            "clickup",
+            "ClickUp",
+            &["x-signature"],
+            Hex,
+            "https://developer.clickup.com/docs/webhooksignature",
+        )
+    },
+    Preset {
+        signature_prefix: Some("v0="),
+        signed_payload: "v0:{timestamp}:{body}",
+        timestamp_header: Some("x-frameio-request-timestamp"),
+        event_type: Some(P("/type")),
+        ..hmac(
+            "frameio",
+            "Frame.io",
+            &["x-frameio-signature"],
+            Hex,
+            "https://developer.frame.io/docs/automations-webhooks/webhooks-overview",
+        )
+    },
+    Preset {
+        event_id: Some(H("x-gogs-delivery")),
+        event_type: Some(H("x-gogs-event")),
+        ..hmac(
+            "gogs",
+            "Gogs",
+            &["x-gogs-signature"],
+            Hex,
+            "https://gogs.io/docs/features/webhook",
+        )
+    },
+    Preset {
+        signature_prefix: Some("sha256="),
+        event_id: Some(H("x-request-id")),
+        event_type: Some(H("x-event-key")),
+        ..hmac(
+            "bitbucket-server",
+            "Bitbucket Data Center / Server",
+            &["x-hub-signature"],
+            Hex,
+            "https://confluence.atlassian.com/bitbucketserver/manage-webhooks-938025878.html",
+        )
+    },
+    Preset {
+        signature_prefix: Some("sha256="),
+        event_type: Some(H("x-snyk-event")),
+        ..hmac(
+            "snyk",
+            "Snyk",
+            &["x-hub-signature"],
+            Hex,
+            "https://docs.snyk.io/snyk-api/how-to-use-snyk-webhooks-to-integrate-snyk-with-third-party-apps",
+        )
+    },
+    hmac(
+        "sonarqube",
+        "SonarQube / SonarCloud",
+        &["x-sonar-webhook-hmac-sha256"],
+        Hex,
+        "https://docs.sonarsource.com/sonarqube-server/latest/project-administration/webhooks/",
+    ),
+    Preset {
+        event_id: Some(H("pulumi-webhook-id")),
+        event_type: Some(H("pulumi-webhook-kind")),
+        ..hmac(
+            "pulumi",
+            "Pulumi Cloud",
+            &["pulumi-webhook-signature"],
+            Hex,
+            "https://www.pulumi.com/docs/pulumi-cloud/webhooks/",
+        )
+    },
+    hmac(
+        "grafana",
+        "Grafana Alerting webhook contact point",
+        &["x-grafana-alerting-signature"],
+        Hex,
+        "https://grafana.com/docs/grafana/latest/alerting/configure-notifications/manage-contact-points/integrations/webhook-notifier/",
+    ),
+    token(
+        "huggingface",
+        "Hugging Face Hub",
+        &["x-webhook-secret"],
+        "https://huggingface.co/docs/hub/webhooks",
+    ),
+    Preset {
+        event_type: Some(P("/message/type")),
+        ..token(
+            "vapi",
+            "Vapi server URL",
+            &["x-vapi-secret"],
+            "https://docs.vapi.ai/server-url/server-authentication",
+        )
+    },
+    Preset {
+        event_id: Some(H("webhook-id")),
+        ..token(
+            "xendit",
+            "Xendit",
+            &["x-callback-token"],
+            "https://docs.xendit.co/webhook",
+        )
+    },
+    Preset {
+        sdk: Sdk::Checked("npm @elevenlabs/elevenlabs-js 2.73.0 (verify; the SDK has no signer)"),
+        signature_delimiter: Some(","),
+        signature_key: Some("v0"),
+        timestamp_key: Some("t"),
+        signed_payload: "{timestamp}.{body}",
+        event_type: Some(P("/type")),
+        tolerance_secs: Some(1800),
+        ..hmac(
+            "elevenlabs",
+            "ElevenLabs",
+            &["elevenlabs-signature"],
+            Hex,
+            "https://elevenlabs.io/docs/product-guides/administration/webhooks",
+        )
+    },
+    Preset {
+        sdk: Sdk::Checked("npm stream-chat 9.53.0 (verify; the SDK has no signer)"),
+        event_id: Some(H("x-webhook-id")),
+        event_type: Some(P("/type")),
+        ..hmac(
+            "stream-chat",
+            "Stream Chat",
+            &["x-signature"],
+            Hex,
+            "https://getstream.io/chat/docs/node/webhooks_overview/",
+        )
+    },
+    Preset {
+        sdk: Sdk::Checked("npm @liveblocks/node 3.24.2 (verify; the SDK has no signer)"),
+        ..standard_like(
+            "liveblocks",
+            "Liveblocks",
+            &["webhook-signature"],
+            "webhook-timestamp",
+            "webhook-id",
+            "https://liveblocks.io/docs/platform/webhooks",
+        )
+    },
+    Preset {
+        sdk: Sdk::Checked("npm @polar-sh/sdk 0.49.0 (verify; the SDK has no signer)"),
+        secret_encoding: SecretEncoding::Raw,
+        secret_prefix: None,
+        ..standard_like(
+            "polar",
+            "Polar",
+            &["webhook-signature"],
+            "webhook-timestamp",
+            "webhook-id",
+            "https://docs.polar.sh/integrate/webhooks/endpoints",
+        )
+    },
+    Preset {
+        sdk: Sdk::Checked("npm dodopayments 2.52.0 (verify; the SDK has no signer)"),
+        ..standard_like(
+            "dodopayments",
+            "Dodo Payments",
+            &["webhook-signature"],
+            "webhook-timestamp",
+            "webhook-id",
+            "https://docs.dodopayments.com/developer-resources/webhooks",
+        )
+    },
+    standard_like(
+        "yoco",
+        "Yoco",
+        &["webhook-signature"],
+        "webhook-timestamp",
+        "webhook-id",
+        "https://developer.yoco.com/online/resources/webhooks",
+    ),
+    Preset {
+        sdk: Sdk::Checked("npm svix 1.99.1 (the library Stytch's docs verify with)"),
+        ..standard_like(
+            "stytch",
+            "Stytch",
+            &["svix-signature"],
+            "svix-timestamp",
+            "svix-id",
+            "https://stytch.com/docs/guides/webhooks/getting-started",
+        )
+    },
+    Preset {
+        signature_delimiter: Some(","),
+        signature_key: Some("sig1"),
+        timestamp_key: Some("time"),
+        signed_payload: "{timestamp}.{body}",
+        ..hmac(
+            "cloudflare-stream",
+            "Cloudflare Stream",
+            &["webhook-signature"],
+            Hex,
+            "https://developers.cloudflare.com/stream/manage-video-library/using-webhooks/",
+        )
+    },
+    Preset {
+        signature_prefix: Some("v1="),
+        signature_delimiter: Some(","),
+        signed_payload: "v1.{timestamp}.{body}",
+        timestamp_header: Some("revolut-request-timestamp"),
+        timestamp_format: TimestampFormat::Milliseconds,
+        event_type: Some(P("/event")),
+        tolerance_secs: Some(300),
+        ..hmac(
+            "revolut",
+            "Revolut Merchant",
+            &["revolut-signature"],
+            Hex,
+            "https://developer.revolut.com/docs/guides/accept-payments/tutorials/work-with-webhooks/verify-the-payload-signature",
+        )
+    },
+    Preset {
+        signed_payload: "{timestamp}{body}",
+        timestamp_header: Some("x-timestamp"),
+        timestamp_format: TimestampFormat::Milliseconds,
+        event_id: Some(P("/id")),
+        event_type: Some(P("/name")),
+        ..hmac(
+            "airwallex",
+            "Airwallex",
+            &["x-signature"],
+            Hex,
+            "https://www.airwallex.com/docs/developer-tools/webhooks/listen-for-webhook-events",
+        )
+    },
+    Preset {
+        event_id: Some(P("/eventId")),
+        event_type: Some(P("/eventType")),
+        ..hmac(
+            "tally",
+            "Tally",
+            &["tally-signature"],
+            Base64,
+            "https://tally.so/help/webhooks",
+        )
+    },
+    Preset {
+        event_id: Some(H("x-todoist-delivery-id")),
+        event_type: Some(P("/event_name")),
+        ..hmac(
+            "todoist",
+            "Todoist",
+            &["x-todoist-hmac-sha256"],
+            Base64,
+            "https://developer.todoist.com/sync/v9/#webhooks",
+        )
+    },
+    Preset {
+        event_id: Some(P("/uuid")),
+        event_type: Some(P("/event_type")),
+        ..hmac(
+            "gusto",
+            "Gusto",
+            &["x-gusto-signature"],
+            Hex,
+            "https://docs.gusto.com/embedded-payroll/docs/webhooks",
+        )
+    },
+    Preset {
+        signature_prefix: Some("sha256="),
+        event_id: Some(P("/deliveryId")),
+        event_type: Some(P("/type")),
+        ..hmac(
+            "btcpay",
+            "BTCPay Server",
+            &["btcpay-sig"],
+            Hex,
+            "https://docs.btcpayserver.org/API/Greenfield/v1/#tag/Webhooks",
+        )
+    },
+    Preset {
+        event_id: Some(P("/id")),
+        event_type: Some(P("/type")),
+        ..hmac(
+            "checkr",
+            "Checkr",
+            &["x-checkr-signature"],
+            Hex,
+            "https://docs.checkr.com/#section/Webhooks",
+        )
+    },
+    hmac(
+        "veriff",
+        "Veriff",
+        &["x-hmac-signature"],
+        Hex,
+        "https://devdocs.veriff.com/docs/hmac-authentication-and-endpoint-security",
+    ),
+    Preset {
+        event_type: Some(P("/type")),
+        ..hmac(
+            "sumsub",
+            "Sumsub",
+            &["x-payload-digest"],
+            Hex,
+            "https://docs.sumsub.com/docs/webhooks",
+        )
+    },
+    Preset {
+        event_type: Some(P("/category")),
+        ..hmac(
+            "sendbird",
+            "Sendbird Chat",
+            &["x-sendbird-signature"],
+            Hex,
+            "https://sendbird.com/docs/chat/platform-api/v3/webhook/webhook-overview",
+        )
+    },
+    hmac(
+        "hookdeck",
+        "Hookdeck (outbound)",
+        &["x-hookdeck-signature"],
+        Base64,
+        "https://hookdeck.com/docs/authentication",
+    ),
+    Preset {
+        event_id: Some(P("/event_id")),
+        event_type: Some(P("/event")),
+        ..hmac(
+            "aftership",
+            "AfterShip",
+            &["aftership-hmac-sha256"],
+            Base64,
+            "https://www.aftership.com/docs/tracking/webhook/webhook-signature",
+        )
+    },
+    hmac(
+        "fastspring",
+        "FastSpring",
+        &["x-fs-signature"],
+        Base64,
+        "https://developer.fastspring.com/reference/message-secret-security",
+    ),
+    Preset {
+        event_type: Some(P("/type")),
+        ..hmac(
+            "mailersend",
+            "MailerSend",
+            &["signature"],
+            Hex,
+            "https://developers.mailersend.com/api/v1/webhooks.html#security",
+        )
+    },
+    Preset {
+        signed_payload: "{timestamp}{body}",
+        timestamp_header: Some("close-sig-timestamp"),
+        secret_encoding: SecretEncoding::Hex,
+        event_id: Some(P("/event/id")),
+        ..hmac(
+            "close",
+            "Close CRM",
+            &["close-sig-hash"],
+            Hex,
+            "https://developer.close.com/topics/webhooks/",
+        )
+    },
+    Preset {
+        event_id: Some(H("x-chargify-webhook-id")),
+        ..hmac(
+            "maxio",
+            "Maxio Advanced Billing (Chargify)",
+            &["x-chargify-webhook-signature-hmac-sha-256"],
+            Hex,
+            "https://docs.maxio.com/hc/en-us/articles/24266136649869-Webhooks-Reference",
+        )
+    },
+    Preset {
+        event_type: Some(P("/type")),
+        ..hmac(
+            "bolt",
+            "Bolt",
+            &["x-bolt-hmac-sha256"],
+            Base64,
+            "https://help.bolt.com/developers/webhooks/",
+        )
+    },
+    hmac(
+        "acuity",
+        "Acuity Scheduling",
+        &["x-acuity-signature"],
+        Base64,
+        "https://developers.acuityscheduling.com/docs/webhooks",
+    ),
 ];
 
 /// The preset called `name`.

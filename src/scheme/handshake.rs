@@ -1,19 +1,24 @@
 //! Endpoint checks answered by hookgate itself, so the app never has to
 //! know about them and a sender's setup works with hookgate in front.
 //!
-//! `before` runs for requests other than a signed POST (GET/HEAD checks);
-//! it only ever echoes what the caller sent or proves knowledge of a key the
-//! way the provider specifies, so answering an unauthenticated caller gives
-//! nothing away. `after` runs on a verified POST. Challenges are echoed only
-//! when short and printable, as text with `nosniff`, so a challenge cannot be
-//! turned into a page of the caller's choosing.
+//! `before` runs before the method check and before the body is read: GET
+//! and HEAD checks, and the unsigned POSTs some senders open with (Asana's
+//! `X-Hook-Secret`, Microsoft Graph's `?validationToken=`). It only ever
+//! echoes what the caller sent, or proves knowledge of a key the way the
+//! provider specifies, so answering an unauthenticated caller gives nothing
+//! away; Meta's check is answered only when the caller knows the source's
+//! `verify_token`. `after` runs on a verified POST. Challenges are echoed
+//! only when short and printable, as text with `nosniff`, so a challenge
+//! cannot be turned into a page of the caller's choosing.
 
-use http::{HeaderMap, Method, Uri};
+use http::{HeaderMap, HeaderName, Method, Uri};
 use serde_json::json;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
 
 use super::catalog::Handshake;
 use super::json::{Field, json_fields};
-use super::{Algorithm, Reply, Secret, Verified, hmac};
+use super::{Algorithm, Error, Reply, Secret, Verified, hmac};
 
 /// Longest challenge echoed back.
 const MAX_CHALLENGE: usize = 512;
@@ -68,27 +73,45 @@ fn text(value: &str) -> Reply {
     Reply {
         content_type: "text/plain; charset=utf-8",
         body: value.as_bytes().to_vec(),
+        echo: None,
     }
 }
 
+/// Whether `given` is `token`, in time that does not depend on where they
+/// differ or on the token's length (both are compared as SHA-256 digests).
+fn token_matches(given: &[u8], token: &Secret) -> bool {
+    let given = Sha256::digest(given);
+    let want = Sha256::digest(token.expose());
+    given.ct_eq(&want).into()
+}
+
+/// Asana's handshake header: what it sends and what it expects back.
+const HOOK_SECRET: HeaderName = HeaderName::from_static("x-hook-secret");
+
+/// An endpoint check answered before the method check. `None`: not this
+/// provider's check (carry on: a POST is verified, anything else is 405);
+/// `Some(Err)`: a check that fails, refused with that error's 400.
 pub(super) fn before(
     kind: Handshake,
     keys: &[Secret],
+    verify_token: Option<&Secret>,
     method: &Method,
     uri: &Uri,
     headers: &HeaderMap,
-) -> Option<Reply> {
+) -> Option<Result<Reply, Error>> {
     match kind {
         Handshake::EchoChallenge if method == Method::GET => {
             let challenge = query_param(uri, "challenge")?;
-            Some(text(printable(&challenge)?))
+            Some(Ok(text(printable(&challenge)?)))
         }
         Handshake::OktaVerification if method == Method::GET => {
             let value = headers
                 .get("x-okta-verification-challenge")?
                 .to_str()
                 .ok()?;
-            Some(Reply::json(&json!({ "verification": printable(value)? })))
+            Some(Ok(Reply::json(
+                &json!({ "verification": printable(value)? }),
+            )))
         }
         Handshake::TwitterCrc if method == Method::GET => {
             let token = query_param(uri, "crc_token")?;
@@ -98,11 +121,67 @@ pub(super) fn before(
                 key.expose(),
                 &[printable(&token)?.as_bytes()],
             );
-            Some(Reply::json(&json!({
+            Some(Ok(Reply::json(&json!({
                 "response_token": format!("sha256={}", hmac::encode_base64(&tag))
-            })))
+            }))))
         }
-        Handshake::TrelloHead if method == Method::HEAD => Some(text("")),
+        Handshake::TrelloHead if method == Method::HEAD => Some(Ok(text(""))),
+        // Meta: `GET ?hub.mode=subscribe&hub.verify_token=…&hub.challenge=…`,
+        // answered with the challenge only when the token is the source's
+        // `verify_token`. Without one configured it is not answered (405).
+        Handshake::MetaVerifyToken if method == Method::GET => {
+            let token = verify_token?;
+            if query_param(uri, "hub.mode")? != "subscribe" {
+                return None;
+            }
+            let Some(given) = query_param(uri, "hub.verify_token") else {
+                return Some(Err(Error::MissingSignature("hub.verify_token")));
+            };
+            if !token_matches(given.as_bytes(), token) {
+                return Some(Err(Error::InvalidSignature));
+            }
+            let challenge = query_param(uri, "hub.challenge");
+            Some(
+                challenge
+                    .as_deref()
+                    .and_then(printable)
+                    .map(text)
+                    .ok_or(Error::MalformedSignature("hub.challenge")),
+            )
+        }
+        // Asana: the request that opens a webhook carries `X-Hook-Secret`
+        // and no signature; it is answered 200 with the same header. The
+        // secret is Asana's to hand over (in its answer to the API call
+        // that created the webhook), never logged here.
+        Handshake::AsanaHookSecret if method == Method::POST => {
+            let value = headers.get(&HOOK_SECRET)?;
+            let ok = !value.is_empty()
+                && value.len() <= MAX_CHALLENGE
+                && value.as_bytes().iter().all(|b| b.is_ascii_graphic());
+            if !ok {
+                return Some(Err(Error::MalformedSignature("x-hook-secret")));
+            }
+            tracing::info!(
+                handshake = "asana",
+                "X-Hook-Secret handshake answered (the value is not logged); put the \
+                 X-Hook-Secret of Asana's answer to the webhook's creation in this source's secrets"
+            );
+            Some(Ok(Reply {
+                echo: Some((HOOK_SECRET, value.clone())),
+                ..text("")
+            }))
+        }
+        // Microsoft Graph: `POST ?validationToken=…` when a subscription is
+        // created (or its lifecycle URL checked), answered 200 text/plain
+        // with the token, URL-decoded.
+        Handshake::GraphValidationToken if method == Method::POST => {
+            let token = query_param(uri, "validationToken")?;
+            Some(
+                printable(&token)
+                    .map(text)
+                    .ok_or(Error::MalformedSignature("validationToken")),
+            )
+        }
         _ => None,
     }
 }
@@ -153,12 +232,17 @@ pub(super) fn after(
         Handshake::EchoChallenge
         | Handshake::OktaVerification
         | Handshake::TwitterCrc
-        | Handshake::TrelloHead => None,
+        | Handshake::TrelloHead
+        | Handshake::MetaVerifyToken
+        | Handshake::AsanaHookSecret
+        | Handshake::GraphValidationToken => None,
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use http::HeaderValue;
+
     use super::*;
 
     fn verified(index: usize) -> Verified {
@@ -168,6 +252,11 @@ mod tests {
             timestamp: None,
             secret_index: index,
         }
+    }
+
+    /// The body of an answered check.
+    fn answered(got: Option<Result<Reply, Error>>) -> Option<Vec<u8>> {
+        got.map(|r| r.expect("the check is answered").body)
     }
 
     #[test]
@@ -191,29 +280,64 @@ mod tests {
         let keys = [Secret::new(b"consumer-secret".to_vec())];
         let h = HeaderMap::new();
         let uri: Uri = "/hook?challenge=abc%20def".parse().expect("test uri");
-        let got = before(Handshake::EchoChallenge, &keys, &Method::GET, &uri, &h);
-        assert_eq!(got.map(|r| r.body), Some(b"abc def".to_vec()));
+        let got = before(
+            Handshake::EchoChallenge,
+            &keys,
+            None,
+            &Method::GET,
+            &uri,
+            &h,
+        );
+        assert_eq!(answered(got), Some(b"abc def".to_vec()));
         // Not for POST, and not without the parameter.
         assert_eq!(
-            before(Handshake::EchoChallenge, &keys, &Method::POST, &uri, &h),
+            before(
+                Handshake::EchoChallenge,
+                &keys,
+                None,
+                &Method::POST,
+                &uri,
+                &h
+            ),
             None
         );
         let bare: Uri = "/hook".parse().expect("test uri");
         assert_eq!(
-            before(Handshake::EchoChallenge, &keys, &Method::GET, &bare, &h),
+            before(
+                Handshake::EchoChallenge,
+                &keys,
+                None,
+                &Method::GET,
+                &bare,
+                &h
+            ),
             None
         );
         // Control characters and huge challenges are not echoed.
         let nasty: Uri = "/hook?challenge=a%0Ab".parse().expect("test uri");
         assert_eq!(
-            before(Handshake::EchoChallenge, &keys, &Method::GET, &nasty, &h),
+            before(
+                Handshake::EchoChallenge,
+                &keys,
+                None,
+                &Method::GET,
+                &nasty,
+                &h
+            ),
             None
         );
         let long: Uri = format!("/hook?challenge={}", "a".repeat(600))
             .parse()
             .expect("test uri");
         assert_eq!(
-            before(Handshake::EchoChallenge, &keys, &Method::GET, &long, &h),
+            before(
+                Handshake::EchoChallenge,
+                &keys,
+                None,
+                &Method::GET,
+                &long,
+                &h
+            ),
             None
         );
 
@@ -225,33 +349,35 @@ mod tests {
         let got = before(
             Handshake::OktaVerification,
             &keys,
+            None,
             &Method::GET,
             &bare,
             &okta,
         );
         assert_eq!(
-            got.map(|r| r.body),
+            answered(got),
             Some(br#"{"verification":"c0ffee"}"#.to_vec())
         );
 
         // python3 -c "import hmac,hashlib,base64;print(base64.b64encode(hmac.new(b'consumer-secret',b'token123',hashlib.sha256).digest()).decode())"
         let crc: Uri = "/hook?crc_token=token123".parse().expect("test uri");
-        let got = before(Handshake::TwitterCrc, &keys, &Method::GET, &crc, &h)
-            .expect("a CRC is answered");
+        let got = before(Handshake::TwitterCrc, &keys, None, &Method::GET, &crc, &h)
+            .expect("a CRC is answered")
+            .expect("and accepted");
         let json: serde_json::Value = serde_json::from_slice(&got.body).expect("json");
         assert_eq!(
             json["response_token"],
             "sha256=5Xv1uxqeLsnOqHDm6c8H8Mmk7r6pb46WZtPOekAmPsQ="
         );
         assert_eq!(
-            before(Handshake::TwitterCrc, &[], &Method::GET, &crc, &h),
+            before(Handshake::TwitterCrc, &[], None, &Method::GET, &crc, &h),
             None
         );
 
-        let head = before(Handshake::TrelloHead, &keys, &Method::HEAD, &bare, &h);
-        assert_eq!(head.map(|r| r.body), Some(Vec::new()));
+        let head = before(Handshake::TrelloHead, &keys, None, &Method::HEAD, &bare, &h);
+        assert_eq!(answered(head), Some(Vec::new()));
         assert_eq!(
-            before(Handshake::TrelloHead, &keys, &Method::GET, &bare, &h),
+            before(Handshake::TrelloHead, &keys, None, &Method::GET, &bare, &h),
             None
         );
     }
@@ -329,6 +455,178 @@ mod tests {
         assert_eq!(
             after(Handshake::DiscordPing, &keys, &verified(0), &h, command),
             None
+        );
+    }
+
+    #[test]
+    fn meta_verify_token() {
+        let token = Secret::new(b"meta-verify-token".to_vec());
+        let h = HeaderMap::new();
+        let check = |query: &str, token: Option<&Secret>| {
+            let uri: Uri = format!("/hook?{query}").parse().expect("test uri");
+            before(
+                Handshake::MetaVerifyToken,
+                &[],
+                token,
+                &Method::GET,
+                &uri,
+                &h,
+            )
+        };
+        let ok = "hub.mode=subscribe&hub.challenge=1158201444&hub.verify_token=meta-verify-token";
+        assert_eq!(
+            answered(check(ok, Some(&token))),
+            Some(b"1158201444".to_vec())
+        );
+        // A wrong, near-miss or missing token is refused, never echoed.
+        for query in [
+            "hub.mode=subscribe&hub.challenge=1&hub.verify_token=meta-verify-tokeN",
+            "hub.mode=subscribe&hub.challenge=1&hub.verify_token=meta-verify-token%20",
+            "hub.mode=subscribe&hub.challenge=1&hub.verify_token=",
+        ] {
+            assert_eq!(
+                check(query, Some(&token)),
+                Some(Err(Error::InvalidSignature))
+            );
+        }
+        assert_eq!(
+            check("hub.mode=subscribe&hub.challenge=1", Some(&token)),
+            Some(Err(Error::MissingSignature("hub.verify_token")))
+        );
+        // The right token with a challenge that cannot be echoed.
+        assert_eq!(
+            check(
+                "hub.mode=subscribe&hub.challenge=a%0Ab&hub.verify_token=meta-verify-token",
+                Some(&token)
+            ),
+            Some(Err(Error::MalformedSignature("hub.challenge")))
+        );
+        assert_eq!(
+            check(
+                "hub.mode=subscribe&hub.verify_token=meta-verify-token",
+                Some(&token)
+            ),
+            Some(Err(Error::MalformedSignature("hub.challenge")))
+        );
+        // Not a subscription check, or no token configured: not answered.
+        assert_eq!(
+            check(
+                "hub.mode=unsubscribe&hub.challenge=1&hub.verify_token=meta-verify-token",
+                Some(&token)
+            ),
+            None
+        );
+        assert_eq!(
+            check(
+                "hub.challenge=1&hub.verify_token=meta-verify-token",
+                Some(&token)
+            ),
+            None
+        );
+        assert_eq!(check(ok, None), None);
+        let uri: Uri = format!("/hook?{ok}").parse().expect("test uri");
+        assert_eq!(
+            before(
+                Handshake::MetaVerifyToken,
+                &[],
+                Some(&token),
+                &Method::POST,
+                &uri,
+                &h
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn asana_hook_secret_is_echoed_in_the_header() {
+        let uri: Uri = "/hook".parse().expect("test uri");
+        let mut h = HeaderMap::new();
+        // The value from Asana's "Establish a webhook" reference.
+        let secret = "b537207f20cbfa02357cf448134da559e8bd39d61597dcd5631b8012eae53e81";
+        h.insert("x-hook-secret", secret.parse().expect("v"));
+        let got = before(
+            Handshake::AsanaHookSecret,
+            &[],
+            None,
+            &Method::POST,
+            &uri,
+            &h,
+        )
+        .expect("answered")
+        .expect("accepted");
+        assert_eq!(got.body, Vec::<u8>::new());
+        let (name, value) = got.echo.clone().expect("the header is echoed");
+        assert_eq!(name.as_str(), "x-hook-secret");
+        assert_eq!(value.as_bytes(), secret.as_bytes());
+        let response = got.into_response();
+        assert_eq!(response.headers()["x-hook-secret"], secret);
+        // Without the header it is an ordinary delivery; not for GET.
+        assert_eq!(
+            before(
+                Handshake::AsanaHookSecret,
+                &[],
+                None,
+                &Method::POST,
+                &uri,
+                &HeaderMap::new()
+            ),
+            None
+        );
+        assert_eq!(
+            before(
+                Handshake::AsanaHookSecret,
+                &[],
+                None,
+                &Method::GET,
+                &uri,
+                &h
+            ),
+            None
+        );
+        // A value that is not plain visible text is not echoed.
+        for bad in [&b"a b"[..], b"", b"\xff\xfe", &[b'a'; 600]] {
+            let mut h = HeaderMap::new();
+            h.insert("x-hook-secret", HeaderValue::from_bytes(bad).expect("v"));
+            assert_eq!(
+                before(
+                    Handshake::AsanaHookSecret,
+                    &[],
+                    None,
+                    &Method::POST,
+                    &uri,
+                    &h
+                ),
+                Some(Err(Error::MalformedSignature("x-hook-secret")))
+            );
+        }
+    }
+
+    #[test]
+    fn graph_validation_token_is_echoed_decoded() {
+        let h = HeaderMap::new();
+        let check = |target: &str, method: &Method| {
+            let uri: Uri = target.parse().expect("test uri");
+            before(Handshake::GraphValidationToken, &[], None, method, &uri, &h)
+        };
+        let got = check(
+            "/hook?validationToken=Validation%3a+Testing+client+application+reachability+for+subscription+Request-Id%3a+9c4ba3a6-ad3f-4b12-9e8a-6ba4c5ef2b0f",
+            &Method::POST,
+        )
+        .expect("answered")
+        .expect("accepted");
+        assert_eq!(got.content_type, "text/plain; charset=utf-8");
+        assert_eq!(
+            got.body,
+            b"Validation: Testing client application reachability for subscription Request-Id: 9c4ba3a6-ad3f-4b12-9e8a-6ba4c5ef2b0f".to_vec()
+        );
+        let response = got.into_response();
+        assert_eq!(response.headers()["x-content-type-options"], "nosniff");
+        assert_eq!(check("/hook", &Method::POST), None);
+        assert_eq!(check("/hook?validationToken=x", &Method::GET), None);
+        assert_eq!(
+            check("/hook?validationToken=%3Cscript%3E%0A", &Method::POST),
+            Some(Err(Error::MalformedSignature("validationToken")))
         );
     }
 }

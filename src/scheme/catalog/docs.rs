@@ -242,6 +242,20 @@ const CODED: &[Coded] = &[
         sdk: Sdk::Checked("npm @sinch/sdk-client 1.5.0 (its authorization helper, loaded by path)"),
         published: true,
     },
+    Coded {
+        name: "microsoft-graph",
+        provider: "Microsoft Graph change notifications",
+        headers: "— (body `/value/*/clientState`)",
+        signed: "nothing: every item's `clientState` must be one of `secrets` (compared in constant time); the body is not signed",
+        algorithm: "shared value (the subscription's `clientState`, at most 255 characters)",
+        tolerance: "— (no signed time)",
+        id: "SHA-256 of body",
+        kind: "`changeType` (or `lifecycleEvent`) when every item agrees; not stamped",
+        handshake: "`POST ?validationToken=` → token text",
+        vector: "docs: clientState `secretClientValue` of the subscription examples in Microsoft Graph's docs (microsoftgraph/microsoft-graph-docs), in a notification shaped like its webhook delivery example (msgraph.rs)",
+        sdk: Sdk::None,
+        published: true,
+    },
 ];
 
 fn loc(l: Option<Loc>) -> String {
@@ -426,10 +440,29 @@ like any event, then answered (not forwarded). Zoom's `encryptedToken` is the HM
 `X-Okta-Verification-Challenge`), **X** (`GET ?crc_token=`, answered with the first secret) and \
 **Trello** (`HEAD`) are unsigned checks answered before the POST-only rule. Echoed challenges are \
 limited to 512 printable characters and sent as text with `X-Content-Type-Options: nosniff`.\n\
+- **Meta** (`GET ?hub.mode=subscribe&hub.verify_token=…&hub.challenge=…`) is answered with the \
+challenge only when `hub.verify_token` equals the source's `verify_token` (a secret entry of its \
+own, e.g. `verify_token = { env = \"META_VERIFY_TOKEN\" }`, never one of `secrets`: it travels in \
+URLs, the app secret must not), compared in constant time. A wrong token is `400 \
+invalid_signature`, a missing one `400 missing_signature`, a challenge that cannot be echoed `400 \
+malformed_signature`; all are counted like signature failures and none reaches the app, in \
+`observe` mode too. Without `verify_token` the check is not answered (`405`).\n\
+- **Microsoft Graph** (`POST ?validationToken=…`, when a subscription is created and for its \
+lifecycle URL) is answered `200` with the token, URL-decoded, as `text/plain` with `nosniff`, \
+without reading the body. Notifications are then checked by their `clientState` (every item of \
+`/value`, any of `secrets`); a mismatch is `400 invalid_signature`.\n\
+- **Asana** opens a webhook with an unsigned POST carrying `X-Hook-Secret`; hookgate answers `200` \
+with the same header and logs that a handshake was answered, never the value. Asana hands the same \
+secret to whoever created the webhook: the `X-Hook-Secret` field of its answer to `POST \
+/api/1.0/webhooks`. Put that value in the source's `secrets` (a `{ file = … }` entry is reloaded \
+when the file changes; any placeholder will do until then). Deliveries refused in between are \
+retried by Asana. Since anyone may send such a POST, answering it gives nothing away: the secret \
+is the caller's own, nothing is forwarded, and events are accepted only under a configured secret.\n\
 - Answers are counted as outcome `handshake`.\n\n\
 ## Not yet\n\n\
-- **Asana** and **Notion** send the signing secret in their first, unsigned request; hookgate \
-cannot learn it without storing it, so they are not in the catalog.\n\
+- **Notion** sends its signing secret (`verification_token`) in the body of its first, unsigned \
+request, for the operator to paste back into Notion; hookgate would have to log it, so Notion is \
+not in the catalog.\n\
 - **Contentful** signs a canonical request (method, path, chosen headers); **Linear** puts its timestamp in the body; **Plaid** sends a JWT whose key must be fetched; \
 **PayPal** needs certificate retrieval; **Netlify** sends a JWS. These need code not written yet.\n\
 - **Mailgun** signs only the timestamp and token in the body's `signature` block, not the event: \
@@ -443,8 +476,16 @@ webhooks (whole body signed) are `adyen-platform`.\n\
 `algorithm = \"token\"`, `signature_header = \"Authorization\"` and `signature_prefix = \"Basic \"` \
 checks the base64 credentials.\n\
 - **Twilio** JSON bodies (signed through a `bodySHA256` query parameter) are not supported: their \
-URL changes per request. **Meta**'s `hub.challenge` GET needs a verify token hookgate does not hold.\n\
+URL changes per request.\n\
 - **Xero**'s intent-to-receive check expects 401 for a bad signature; hookgate answers 400.\n\
+- **Linear** signs only the body; its SDK also holds the body's `webhookTimestamp` to a minute, \
+which hookgate does not read (replays inside `nonce_ttl` are duplicates by the body's digest). \
+**Buildkite**'s plain `X-Buildkite-Token` mode is a token: use a generic source with \
+`algorithm = \"token\"`; `buildkite` checks `X-Buildkite-Signature`.\n\
+- **Telegram**, **Hugging Face**, **Vapi** and **Xendit** send a shared token, not a MAC: the body \
+is not covered. **Microsoft Graph**'s `clientState` is the same kind of proof, carried in the body.\n\
+- **Polar** keys Standard Webhooks with the secret's own bytes (as its SDK does); the other \
+Standard Webhooks senders (`liveblocks`, `dodopayments`, `yoco`, `stytch`) take `whsec_` + base64.\n\
 - **EasyPost** normalizes its webhook secret to Unicode NFKD before signing; a secret with accented \
 letters must be written in that decomposed form (ASCII secrets are unaffected). Its newer \
 `X-Hmac-Signature-V2` (timestamp and path signed) is not read; `easypost` checks `X-Hmac-Signature`.\n\
@@ -485,6 +526,6 @@ fn providers_md_is_current() {
 }
 
 #[test]
-fn at_least_forty_five_providers() {
-    assert!(CODED.len() + PRESETS.len() >= 45);
+fn at_least_one_hundred_twenty_providers() {
+    assert!(CODED.len() + PRESETS.len() >= 120);
 }
