@@ -25,7 +25,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::{Error, Verified, hmac};
-use crate::config::secret::Secret;
+use crate::secret::Secret;
 
 /// How the clientState is named in errors.
 const LABEL: &str = "clientState";
