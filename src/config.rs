@@ -90,6 +90,7 @@ use crate::scheme::{
 };
 
 pub mod duration;
+mod keys;
 mod raw;
 pub mod secret;
 #[cfg(test)]
@@ -1467,11 +1468,26 @@ fn source_body(
         _ => None,
     };
 
-    // Secrets, resolved and prepared for the scheme.
+    let scheme = keys::apply(c, label, r, table.clone(), scheme);
+
+    // Secrets, resolved and prepared for the scheme. Schemes whose key
+    // comes from the provider take none.
     let secrets_field = field("secrets");
     let mut secret_files = Vec::new();
-    let keys = match c.required(&r.secrets, table.clone(), &secrets_field) {
-        None => None,
+    let remote = scheme.as_ref().filter(|s| s.fetches_keys()).map(Scheme::name);
+    if let (Some(name), Some(v)) = (remote, &r.secrets) {
+        c.at(
+            v,
+            &secrets_field,
+            format!("does not apply: scheme \"{name}\" fetches the provider's key itself; remove it"),
+        );
+    }
+    let required = match remote {
+        Some(_) => None,
+        None => c.required(&r.secrets, table.clone(), &secrets_field),
+    };
+    let keys = match required {
+        None => (remote.is_some() && r.secrets.is_none()).then(Vec::new),
         Some(s) => match s.get_ref() {
             RawSecrets::NotAnArray => {
                 c.at(

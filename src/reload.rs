@@ -28,6 +28,7 @@ pub fn reload(state: &State, path: &Path) -> bool {
             if old.store.kind != config.store.kind {
                 tracing::warn!("store settings changed: they take effect on restart");
             }
+            crate::keyfetch::warn_widened(&config.sources);
             state.swap(config);
             state.metrics.reload(true);
             tracing::info!(path = %path.display(), "config reloaded");

@@ -13,12 +13,14 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, Uri};
 use http_body_util::Full;
 
 use crate::config::secret::Secret;
+use crate::keyfetch::{Fetcher, KeyPolicy, KeyUrl};
 
 mod adyen;
 pub mod catalog;
 mod discord;
 mod generic;
 mod github;
+mod google_oidc;
 mod handshake;
 pub(crate) mod hmac;
 mod increase;
@@ -26,16 +28,19 @@ mod json;
 mod mailgun;
 mod messagebird;
 mod metronome;
+mod paypal;
 mod plivo;
 mod sendgrid;
 mod shopify;
 mod sinch_voice;
 mod slack;
+mod sns;
 mod standard;
 mod stripe;
 mod twilio;
 
 pub use catalog::{Handshake, Preset};
+pub use google_oidc::{GOOGLE_JWKS, GOOGLE_JWKS_HOST};
 
 /// What a successful verification proves about a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,6 +67,10 @@ pub enum Error {
     TimestampOutsideWindow { timestamp: i64, tolerance_secs: u64 },
     #[error("body is not the JSON the scheme needs: {0}")]
     MalformedBody(&'static str),
+    /// The provider's key or certificate could not be fetched (logged where
+    /// it failed): the sender should retry, so never a 400.
+    #[error("the provider's signing key could not be fetched")]
+    KeyUnavailable,
 }
 
 /// Where a generic sender carries a value: a header or a JSON pointer into the body.
@@ -220,6 +229,44 @@ impl Generic {
     }
 }
 
+/// An `sns` source: AWS SNS messages, keyed by the certificate each names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SnsSource {
+    /// `GET` the `SubscribeURL` of a verified `SubscriptionConfirmation`.
+    pub confirm_subscription: bool,
+    pub keys: KeyPolicy,
+}
+
+/// A `paypal` source: the listener's webhook id is part of what PayPal signs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PayPalSource {
+    pub webhook_id: String,
+    pub keys: KeyPolicy,
+}
+
+/// A `google-oidc` source: who the token must be for and from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GoogleSource {
+    /// The `aud` claim: the audience set on the push subscription.
+    pub audience: String,
+    /// The service account the push runs as (`email` claim).
+    pub email: String,
+    /// Google's JWK Set unless a test overrides it.
+    pub jwks_url: KeyUrl,
+    pub keys: KeyPolicy,
+}
+
+impl Default for GoogleSource {
+    fn default() -> Self {
+        GoogleSource {
+            audience: String::new(),
+            email: String::new(),
+            jwks_url: KeyUrl::parse(GOOGLE_JWKS).expect("Google's JWKS URL is a valid https URL"),
+            keys: KeyPolicy::default(),
+        }
+    }
+}
+
 /// An answer hookgate gives itself to a sender's endpoint check.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reply {
@@ -295,10 +342,18 @@ pub enum Scheme {
     SinchVoice {
         public_url: String,
     },
+    /// AWS SNS: RSA over the message's canonical string; the certificate is
+    /// fetched from the message's `SigningCertURL`.
+    Sns(Box<SnsSource>),
+    /// PayPal: RSA over transmission id, time, webhook id and the body's
+    /// CRC-32; the certificate is fetched from `PAYPAL-CERT-URL`.
+    PayPal(Box<PayPalSource>),
+    /// A Google-signed OIDC token (Pub/Sub push); Google's keys are fetched.
+    GoogleOidc(Box<GoogleSource>),
 }
 
 /// The scheme words that are code, not catalog presets, besides the core five.
-const CODED: [&str; 10] = [
+const CODED: [&str; 13] = [
     "twilio",
     "sendgrid",
     "discord",
@@ -309,6 +364,9 @@ const CODED: [&str; 10] = [
     "adyen",
     "plivo",
     "sinch-voice",
+    "sns",
+    "paypal",
+    "google-oidc",
 ];
 
 impl Scheme {
@@ -319,6 +377,8 @@ impl Scheme {
     pub fn signs_event_id(&self) -> bool {
         match self {
             Scheme::Github | Scheme::Shopify | Scheme::Twilio { .. } => false,
+            // The token signs the sender, not the body.
+            Scheme::GoogleOidc(_) => false,
             Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => {
                 g.signs(g.event_id.as_ref(), true)
             }
@@ -330,7 +390,7 @@ impl Scheme {
     /// only a signed type is stamped as `X-Verified-Event-Type`.
     pub fn signs_event_type(&self) -> bool {
         match self {
-            Scheme::Github | Scheme::Shopify => false,
+            Scheme::Github | Scheme::Shopify | Scheme::GoogleOidc(_) => false,
             Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => {
                 g.signs(g.event_type.as_ref(), false)
             }
@@ -358,6 +418,9 @@ impl Scheme {
             Scheme::Adyen => "adyen",
             Scheme::Plivo { .. } => "plivo",
             Scheme::SinchVoice { .. } => "sinch-voice",
+            Scheme::Sns(_) => "sns",
+            Scheme::PayPal(_) => "paypal",
+            Scheme::GoogleOidc(_) => "google-oidc",
         }
     }
 
@@ -381,6 +444,9 @@ impl Scheme {
             "adyen" => Scheme::Adyen,
             "plivo" => Scheme::Plivo { public_url: url() },
             "sinch-voice" => Scheme::SinchVoice { public_url: url() },
+            "sns" => Scheme::Sns(Box::default()),
+            "paypal" => Scheme::PayPal(Box::default()),
+            "google-oidc" => Scheme::GoogleOidc(Box::default()),
             _ => {
                 let preset = catalog::find(name)?;
                 Scheme::Preset {
@@ -419,6 +485,7 @@ impl Scheme {
             Scheme::Metronome | Scheme::Mailgun | Scheme::MessageBird { .. } => true,
             Scheme::Increase => true,
             Scheme::SinchVoice { .. } => true,
+            Scheme::Sns(_) | Scheme::PayPal(_) | Scheme::GoogleOidc(_) => true,
             Scheme::Github | Scheme::Shopify | Scheme::Twilio { .. } => false,
             Scheme::Adyen | Scheme::Plivo { .. } => false,
             Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => g.signs_timestamp(),
@@ -430,6 +497,7 @@ impl Scheme {
     pub fn default_tolerance(&self) -> Option<Duration> {
         match self {
             Scheme::Preset { preset, .. } => preset.tolerance_secs.map(Duration::from_secs),
+            Scheme::Sns(_) => Some(sns::DEFAULT_TOLERANCE),
             _ => None,
         }
     }
@@ -485,6 +553,60 @@ impl Scheme {
             Scheme::SinchVoice { public_url } => {
                 sinch_voice::verify(public_url, keys, tolerance, headers, body, now)
             }
+            // Their key must be fetched first: see `verify_fetching`.
+            Scheme::Sns(_) | Scheme::PayPal(_) | Scheme::GoogleOidc(_) => {
+                Err(Error::KeyUnavailable)
+            }
+        }
+    }
+
+    /// Whether the key comes from the provider at request time (and so
+    /// `secrets` is not used).
+    pub fn fetches_keys(&self) -> bool {
+        self.key_policy().is_some()
+    }
+
+    /// The `[source.keys]` policy of a scheme whose key is fetched.
+    pub fn key_policy(&self) -> Option<&KeyPolicy> {
+        match self {
+            Scheme::Sns(s) => Some(&s.keys),
+            Scheme::PayPal(p) => Some(&p.keys),
+            Scheme::GoogleOidc(g) => Some(&g.keys),
+            _ => None,
+        }
+    }
+
+    /// Verifies a request as [`Scheme::verify`] does, fetching the
+    /// provider's key first (from `fetcher`'s cache when it holds it) for
+    /// the schemes whose key comes from the provider. A key that cannot be
+    /// had is [`Error::KeyUnavailable`]; a key URL outside the provider's
+    /// hosts is [`Error::InvalidSignature`], logged under `source` with the
+    /// host and never fetched.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn verify_fetching(
+        &self,
+        fetcher: &Fetcher,
+        source: &str,
+        keys: &[Secret],
+        tolerance: Duration,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: i64,
+    ) -> Result<Verified, Error> {
+        // Boxed: a fetch's future is large, and would otherwise size every
+        // request's future.
+        match self {
+            Scheme::Sns(s) => Box::pin(sns::verify(fetcher, s, source, tolerance, body, now)).await,
+            Scheme::PayPal(p) => {
+                Box::pin(paypal::verify(fetcher, p, source, tolerance, headers, body, now)).await
+            }
+            Scheme::GoogleOidc(g) => {
+                Box::pin(google_oidc::verify(
+                    fetcher, g, source, tolerance, headers, body, now,
+                ))
+                .await
+            }
+            other => other.verify(keys, tolerance, headers, body, now),
         }
     }
 
@@ -527,6 +649,9 @@ impl Scheme {
             Scheme::SendGrid | Scheme::Discord => {
                 Err("the sender signs with its private key; hookgate only holds the public key")
             }
+            Scheme::Sns(_) | Scheme::PayPal(_) | Scheme::GoogleOidc(_) => Err(
+                "the provider signs with its private key; hookgate fetches only its public key",
+            ),
             Scheme::Metronome => Ok(metronome::sign(key, body, timestamp)),
             Scheme::Increase => increase::sign(key, body, id, timestamp),
             Scheme::Mailgun | Scheme::Adyen => {
