@@ -1468,13 +1468,13 @@ fn source_body(
         _ => None,
     };
 
+    let remote = scheme.as_ref().filter(|s| s.fetches_keys()).map(Scheme::name);
     let scheme = keys::apply(c, label, r, table.clone(), scheme);
 
     // Secrets, resolved and prepared for the scheme. Schemes whose key
     // comes from the provider take none.
     let secrets_field = field("secrets");
     let mut secret_files = Vec::new();
-    let remote = scheme.as_ref().filter(|s| s.fetches_keys()).map(Scheme::name);
     if let (Some(name), Some(v)) = (remote, &r.secrets) {
         c.at(
             v,
