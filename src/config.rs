@@ -1468,7 +1468,10 @@ fn source_body(
         _ => None,
     };
 
-    let remote = scheme.as_ref().filter(|s| s.fetches_keys()).map(Scheme::name);
+    let remote = scheme
+        .as_ref()
+        .filter(|s| s.fetches_keys())
+        .map(Scheme::name);
     let scheme = keys::apply(c, label, r, table.clone(), scheme);
 
     // Secrets, resolved and prepared for the scheme. Schemes whose key
@@ -1479,7 +1482,9 @@ fn source_body(
         c.at(
             v,
             &secrets_field,
-            format!("does not apply: scheme \"{name}\" fetches the provider's key itself; remove it"),
+            format!(
+                "does not apply: scheme \"{name}\" fetches the provider's key itself; remove it"
+            ),
         );
     }
     let required = match remote {

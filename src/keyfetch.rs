@@ -77,7 +77,9 @@ impl KeyPolicy {
 
     /// Whether `host` is one of `allow_hosts` (ASCII case ignored).
     pub fn allows_host(&self, host: &str) -> bool {
-        self.allow_hosts.iter().any(|h| h.eq_ignore_ascii_case(host))
+        self.allow_hosts
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case(host))
     }
 }
 
@@ -143,7 +145,12 @@ impl RsaKey {
 
     /// Whether `signature` is this key's PKCS#1 v1.5 signature of `message`
     /// under `params` (which fix the hash and the 2048-bit floor).
-    pub fn verifies(&self, params: &'static RsaParameters, message: &[u8], signature: &[u8]) -> bool {
+    pub fn verifies(
+        &self,
+        params: &'static RsaParameters,
+        message: &[u8],
+        signature: &[u8],
+    ) -> bool {
         RsaPublicKeyComponents {
             n: &self.n,
             e: &self.e,
@@ -357,7 +364,11 @@ impl Fetcher {
     /// One bounded `GET` of `url` over HTTPS: the answer's headers and body
     /// when it is a `200`. Not cached (the SNS subscription confirmation
     /// uses it directly).
-    pub async fn get(&self, url: &KeyUrl, policy: &KeyPolicy) -> Result<(HeaderMap, Bytes), FetchError> {
+    pub async fn get(
+        &self,
+        url: &KeyUrl,
+        policy: &KeyPolicy,
+    ) -> Result<(HeaderMap, Bytes), FetchError> {
         match tokio::time::timeout(self.timeout, self.get_unbounded(url, policy)).await {
             Ok(result) => result,
             Err(_) => Err(FetchError::Timeout(self.timeout)),
@@ -395,7 +406,10 @@ impl Fetcher {
             .unwrap_or_else(|| "/".to_owned());
         let request = Request::get(target)
             .header(header::HOST, authority)
-            .header(header::USER_AGENT, concat!("hookgate/", env!("CARGO_PKG_VERSION")))
+            .header(
+                header::USER_AGENT,
+                concat!("hookgate/", env!("CARGO_PKG_VERSION")),
+            )
             .header(header::ACCEPT, "*/*")
             .body(Empty::<Bytes>::new())
             .map_err(|e| FetchError::Http(e.to_string()))?;
@@ -471,7 +485,11 @@ impl Fetcher {
 }
 
 /// Parses a fetched answer; returns the keys and how long to trust them.
-pub fn parse(kind: KeyKind, headers: &HeaderMap, body: &[u8]) -> Result<(Keys, Duration), FetchError> {
+pub fn parse(
+    kind: KeyKind,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(Keys, Duration), FetchError> {
     match kind {
         KeyKind::Certificate => {
             let (key, not_before, not_after) = certificate_key(body)?;
@@ -494,8 +512,8 @@ pub fn parse(kind: KeyKind, headers: &HeaderMap, body: &[u8]) -> Result<(Keys, D
 /// (unix seconds).
 pub fn certificate_key(pem: &[u8]) -> Result<(RsaKey, i64, i64), FetchError> {
     use x509_parser::public_key::PublicKey;
-    let (_, pem) =
-        x509_parser::pem::parse_x509_pem(pem).map_err(|_| FetchError::NotAKey("not a PEM certificate"))?;
+    let (_, pem) = x509_parser::pem::parse_x509_pem(pem)
+        .map_err(|_| FetchError::NotAKey("not a PEM certificate"))?;
     let cert = pem
         .parse_x509()
         .map_err(|_| FetchError::NotAKey("not an X.509 certificate"))?;
@@ -517,10 +535,15 @@ pub fn jwks(body: &[u8]) -> Result<Vec<(String, RsaKey)>, FetchError> {
     struct Set {
         keys: Vec<serde_json::Value>,
     }
-    let set: Set = serde_json::from_slice(body).map_err(|_| FetchError::NotAKey("not a JWK Set"))?;
+    let set: Set =
+        serde_json::from_slice(body).map_err(|_| FetchError::NotAKey("not a JWK Set"))?;
     let decode = |v: &serde_json::Value| {
         v.as_str().and_then(|s| {
-            base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, s.trim_end_matches('=')).ok()
+            base64::Engine::decode(
+                &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+                s.trim_end_matches('='),
+            )
+            .ok()
         })
     };
     let keys: Vec<(String, RsaKey)> = set
@@ -533,7 +556,9 @@ pub fn jwks(body: &[u8]) -> Result<Vec<(String, RsaKey)>, FetchError> {
         })
         .collect();
     if keys.is_empty() {
-        return Err(FetchError::NotAKey("the JWK Set holds no RSA key with a kid"));
+        return Err(FetchError::NotAKey(
+            "the JWK Set holds no RSA key with a kid",
+        ));
     }
     Ok(keys)
 }
@@ -548,7 +573,11 @@ fn max_age(headers: &HeaderMap) -> Option<Duration> {
             return Some(Duration::ZERO);
         }
         if let Some(secs) = lower.strip_prefix("max-age=") {
-            found = secs.trim_matches('"').parse::<u64>().ok().map(Duration::from_secs);
+            found = secs
+                .trim_matches('"')
+                .parse::<u64>()
+                .ok()
+                .map(Duration::from_secs);
         }
     }
     found
@@ -611,7 +640,9 @@ mod tests {
         assert_eq!(max_age(&headers), None);
         headers.insert(
             header::CACHE_CONTROL,
-            "public, max-age=19204, must-revalidate, no-transform".parse().expect("value"),
+            "public, max-age=19204, must-revalidate, no-transform"
+                .parse()
+                .expect("value"),
         );
         assert_eq!(max_age(&headers), Some(Duration::from_secs(19204)));
         headers.insert(header::CACHE_CONTROL, "no-store".parse().expect("value"));
@@ -620,7 +651,10 @@ mod tests {
         let body = br#"{"keys":[{"kty":"RSA","kid":"a","n":"AQAB","e":"AQAB"}]}"#;
         let (_, ttl) = parse(KeyKind::Jwks, &headers, body).expect("a key set");
         assert_eq!(ttl, MIN_CACHE);
-        headers.insert(header::CACHE_CONTROL, "max-age=999999999".parse().expect("value"));
+        headers.insert(
+            header::CACHE_CONTROL,
+            "max-age=999999999".parse().expect("value"),
+        );
         let (_, ttl) = parse(KeyKind::Jwks, &headers, body).expect("a key set");
         assert_eq!(ttl, MAX_CACHE);
     }
@@ -637,7 +671,13 @@ mod tests {
         assert_eq!(keys[0].0, "k1");
         // Leading zero bytes are dropped.
         assert_eq!(keys[0].1, RsaKey::new(&[1, 0, 1], &[1, 0, 1]));
-        for bad in [&b"{}"[..], b"[]", b"not json", br#"{"keys":[]}"#, br#"{"keys":[{"kty":"EC","kid":"x"}]}"#] {
+        for bad in [
+            &b"{}"[..],
+            b"[]",
+            b"not json",
+            br#"{"keys":[]}"#,
+            br#"{"keys":[{"kty":"EC","kid":"x"}]}"#,
+        ] {
             assert!(jwks(bad).is_err());
         }
     }
@@ -667,13 +707,25 @@ mod tests {
                 &mut sig,
             )
             .expect("sign");
-        assert!(key.verifies(&ring::signature::RSA_PKCS1_2048_8192_SHA256, b"message", &sig));
-        assert!(!key.verifies(&ring::signature::RSA_PKCS1_2048_8192_SHA256, b"messagf", &sig));
+        assert!(key.verifies(
+            &ring::signature::RSA_PKCS1_2048_8192_SHA256,
+            b"message",
+            &sig
+        ));
+        assert!(!key.verifies(
+            &ring::signature::RSA_PKCS1_2048_8192_SHA256,
+            b"messagf",
+            &sig
+        ));
         // An expired certificate is refused when parsed as a fetched key.
         params.not_after = rcgen::date_time_ymd(2021, 1, 1);
         let old = params.self_signed(&rsa).expect("cert");
         assert_eq!(
-            parse(KeyKind::Certificate, &HeaderMap::new(), old.pem().as_bytes()),
+            parse(
+                KeyKind::Certificate,
+                &HeaderMap::new(),
+                old.pem().as_bytes()
+            ),
             Err(FetchError::Expired)
         );
 

@@ -287,7 +287,11 @@ mod tests {
                 503,
                 r#"{"error":"store_unavailable"}"#,
             ),
-            (Outcome::KeyUnavailable, 503, r#"{"error":"key_unavailable"}"#),
+            (
+                Outcome::KeyUnavailable,
+                503,
+                r#"{"error":"key_unavailable"}"#,
+            ),
             (
                 Outcome::UpstreamUnavailable,
                 502,

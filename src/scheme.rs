@@ -598,7 +598,10 @@ impl Scheme {
         match self {
             Scheme::Sns(s) => Box::pin(sns::verify(fetcher, s, source, tolerance, body, now)).await,
             Scheme::PayPal(p) => {
-                Box::pin(paypal::verify(fetcher, p, source, tolerance, headers, body, now)).await
+                Box::pin(paypal::verify(
+                    fetcher, p, source, tolerance, headers, body, now,
+                ))
+                .await
             }
             Scheme::GoogleOidc(g) => {
                 Box::pin(google_oidc::verify(
@@ -649,9 +652,9 @@ impl Scheme {
             Scheme::SendGrid | Scheme::Discord => {
                 Err("the sender signs with its private key; hookgate only holds the public key")
             }
-            Scheme::Sns(_) | Scheme::PayPal(_) | Scheme::GoogleOidc(_) => Err(
-                "the provider signs with its private key; hookgate fetches only its public key",
-            ),
+            Scheme::Sns(_) | Scheme::PayPal(_) | Scheme::GoogleOidc(_) => {
+                Err("the provider signs with its private key; hookgate fetches only its public key")
+            }
             Scheme::Metronome => Ok(metronome::sign(key, body, timestamp)),
             Scheme::Increase => increase::sign(key, body, id, timestamp),
             Scheme::Mailgun | Scheme::Adyen => {

@@ -73,7 +73,10 @@ pub(super) fn apply(
     };
     match &mut scheme {
         Scheme::Sns(s) => {
-            s.confirm_subscription = r.confirm_subscription.as_ref().is_some_and(|v| *v.get_ref());
+            s.confirm_subscription = r
+                .confirm_subscription
+                .as_ref()
+                .is_some_and(|v| *v.get_ref());
             s.keys = policy.clone().unwrap_or_default();
         }
         Scheme::PayPal(p) => {
@@ -176,8 +179,7 @@ fn policy(c: &mut Check<'_>, label: &str, keys: &Spanned<RawKeys>) -> Option<Key
             let h = host.get_ref().trim().to_ascii_lowercase();
             let plain = !h.is_empty()
                 && h.len() <= 253
-                && h
-                    .bytes()
+                && h.bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
             if plain {
                 policy.allow_hosts.push(h);

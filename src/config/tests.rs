@@ -2369,7 +2369,11 @@ fn provider_key_schemes_take_their_options_and_no_secrets() {
         other => panic!("{other:?}"),
     }
     assert!(c.sources[1].keys.is_empty());
-    assert_eq!(c.sources[1].tolerance, Duration::from_secs(3600), "SNS retries for up to an hour");
+    assert_eq!(
+        c.sources[1].tolerance,
+        Duration::from_secs(3600),
+        "SNS retries for up to an hour"
+    );
     let c = config(&remote("paypal", "webhook_id = \"0FV983392A0531201\"\n"));
     match &c.sources[1].scheme {
         Scheme::PayPal(p) => assert_eq!(p.webhook_id, "0FV983392A0531201"),
@@ -2388,7 +2392,12 @@ fn provider_key_schemes_take_their_options_and_no_secrets() {
     }
 
     let src = remote("paypal", "webhook_id = \"W\"\nsecrets = [\"s\"]\n");
-    only(&src, "source[r].secrets", "secrets = [\"s\"]", "fetches the provider's key");
+    only(
+        &src,
+        "source[r].secrets",
+        "secrets = [\"s\"]",
+        "fetches the provider's key",
+    );
     let src = remote("paypal", "");
     only(&src, "source[r].webhook_id", "# r", "required");
     let src = remote("paypal", "webhook_id = \"a|b\"\n");
@@ -2396,9 +2405,19 @@ fn provider_key_schemes_take_their_options_and_no_secrets() {
     let src = remote("google-oidc", "audience = \"a\"\n");
     only(&src, "source[r].email", "# r", "required");
     let src = remote("sns", "webhook_id = \"W\"\n");
-    only(&src, "source[r].webhook_id", "webhook_id", "only scheme = \"paypal\"");
+    only(
+        &src,
+        "source[r].webhook_id",
+        "webhook_id",
+        "only scheme = \"paypal\"",
+    );
     let src = with("confirm_subscription = true\n");
-    only(&src, "source[gh].confirm_subscription", "confirm_subscription", "only scheme = \"sns\"");
+    only(
+        &src,
+        "source[gh].confirm_subscription",
+        "confirm_subscription",
+        "only scheme = \"sns\"",
+    );
     let src = with("[source.keys]\nallow_hosts = [\"127.0.0.1\"]\n");
     only(&src, "source[gh].keys", "[source.keys]", "fetches no key");
 }
@@ -2426,17 +2445,44 @@ fn source_keys_widen_hosts_only_explicitly() {
         "google-oidc",
         "audience = \"a\"\nemail = \"e\"\n[source.keys]\njwks_url = \"https://127.0.0.1:8443/certs\"\n",
     );
-    only(&src, "source[r].keys.jwks_url", "jwks_url", "is not Google's");
-    let src = remote("sns", "[source.keys]\njwks_url = \"https://www.googleapis.com/x\"\n");
-    only(&src, "source[r].keys.jwks_url", "jwks_url", "only scheme = \"google-oidc\"");
+    only(
+        &src,
+        "source[r].keys.jwks_url",
+        "jwks_url",
+        "is not Google's",
+    );
+    let src = remote(
+        "sns",
+        "[source.keys]\njwks_url = \"https://www.googleapis.com/x\"\n",
+    );
+    only(
+        &src,
+        "source[r].keys.jwks_url",
+        "jwks_url",
+        "only scheme = \"google-oidc\"",
+    );
     for bad in ["https://127.0.0.1", "127.0.0.1:8443", "*.example.com", ""] {
-        let src = remote("sns", &format!("[source.keys]\nallow_hosts = [\"{bad}\"]\n"));
-        only(&src, "source[r].keys.allow_hosts[0]", "allow_hosts", "host name");
+        let src = remote(
+            "sns",
+            &format!("[source.keys]\nallow_hosts = [\"{bad}\"]\n"),
+        );
+        only(
+            &src,
+            "source[r].keys.allow_hosts[0]",
+            "allow_hosts",
+            "host name",
+        );
     }
     let src = remote("sns", "[source.keys]\nca_file = \"/missing.pem\"\n");
     only(&src, "source[r].keys.ca_file", "ca_file", "cannot read");
     let junk = MapSecrets::default().file("/junk.pem", b"not a certificate");
     let src = remote("sns", "[source.keys]\nca_file = \"/junk.pem\"\n");
     let p = problems_with(&src, &junk);
-    has(&p, &src, "source[r].keys.ca_file", "ca_file", "no PEM certificate");
+    has(
+        &p,
+        &src,
+        "source[r].keys.ca_file",
+        "ca_file",
+        "no PEM certificate",
+    );
 }

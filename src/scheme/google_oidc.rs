@@ -47,7 +47,8 @@ pub(super) struct Token<'a> {
 
 pub(super) fn parse(headers: &HeaderMap) -> Result<Token<'_>, Error> {
     let malformed = || Error::MalformedSignature(AUTHORIZATION);
-    let value = hmac::header(headers, AUTHORIZATION).ok_or(Error::MissingSignature(AUTHORIZATION))?;
+    let value =
+        hmac::header(headers, AUTHORIZATION).ok_or(Error::MissingSignature(AUTHORIZATION))?;
     let token = match value.get(..7) {
         Some(scheme) if scheme.eq_ignore_ascii_case(b"bearer ") => value[7..].trim_ascii(),
         _ => return Err(malformed()),
@@ -248,7 +249,12 @@ pub(crate) mod tests {
     }
 
     fn set_of(pairs: &[(&str, &RsaKeyPair)]) -> Keys {
-        Keys::Set(pairs.iter().map(|(kid, p)| ((*kid).to_owned(), public(p))).collect())
+        Keys::Set(
+            pairs
+                .iter()
+                .map(|(kid, p)| ((*kid).to_owned(), public(p)))
+                .collect(),
+        )
     }
 
     #[test]
@@ -299,7 +305,11 @@ pub(crate) mod tests {
             let mut c = claims();
             c[name] = value.clone();
             let auth = format!("Bearer {}", token(&a, "ka", &c));
-            assert_eq!(check(&auth, &keys, PUSH, NOW), Err(Error::InvalidSignature), "{name}={value}");
+            assert_eq!(
+                check(&auth, &keys, PUSH, NOW),
+                Err(Error::InvalidSignature),
+                "{name}={value}"
+            );
         }
         let auth = format!("Bearer {}", token(&a, "ka", &claims()));
         // Expired (beyond the skew), and not yet issued (beyond it).
@@ -329,7 +339,10 @@ pub(crate) mod tests {
         let a = pair(KEY_A);
         let keys = set_of(&[("ka", &a)]);
         let good = token(&a, "ka", &claims());
-        assert!(matches!(check_missing(&keys), Err(Error::MissingSignature(_))));
+        assert!(matches!(
+            check_missing(&keys),
+            Err(Error::MissingSignature(_))
+        ));
         let hs256 = {
             let header = URL_SAFE_NO_PAD.encode(r#"{"alg":"HS256","kid":"ka"}"#);
             let rest = good.split_once('.').map(|(_, r)| r).unwrap_or_default();
@@ -350,7 +363,10 @@ pub(crate) mod tests {
             "Bearer ".to_owned(),
         ] {
             assert!(
-                matches!(check(&auth, &keys, PUSH, NOW), Err(Error::MalformedSignature(_))),
+                matches!(
+                    check(&auth, &keys, PUSH, NOW),
+                    Err(Error::MalformedSignature(_))
+                ),
                 "{auth}"
             );
         }

@@ -89,11 +89,19 @@ pub(super) fn parse<'a>(
             u
         }
         Some(u) => {
-            tracing::warn!(source, host = u.host(), path = u.path(), "PAYPAL-CERT-URL is not a PayPal certificate URL; not fetched");
+            tracing::warn!(
+                source,
+                host = u.host(),
+                path = u.path(),
+                "PAYPAL-CERT-URL is not a PayPal certificate URL; not fetched"
+            );
             return Err(Error::InvalidSignature);
         }
         None => {
-            tracing::warn!(source, "PAYPAL-CERT-URL is not an https URL with a host; not fetched");
+            tracing::warn!(
+                source,
+                "PAYPAL-CERT-URL is not an https URL with a host; not fetched"
+            );
             return Err(Error::InvalidSignature);
         }
     };
@@ -191,7 +199,10 @@ mod tests {
                 "PAYPAL-CERT-URL",
                 "https://api.sandbox.paypal.com/v1/notifications/certs/CERT-360caa42-fca2a594-1d93a270",
             ),
-            ("PAYPAL-TRANSMISSION-ID", "afa30d40-ca4a-11e9-ab68-7d4e2605c70c"),
+            (
+                "PAYPAL-TRANSMISSION-ID",
+                "afa30d40-ca4a-11e9-ab68-7d4e2605c70c",
+            ),
             ("PAYPAL-TRANSMISSION-TIME", "2019-08-29T10:49:33Z"),
             ("PAYPAL-AUTH-ALGO", "SHA256withRSA"),
             ("PAYPAL-TRANSMISSION-SIG", SIG),
@@ -199,7 +210,11 @@ mod tests {
     }
 
     fn cert() -> Keys {
-        Keys::Certificate(certificate_key(CERT.as_bytes()).expect("PayPal's certificate").0)
+        Keys::Certificate(
+            certificate_key(CERT.as_bytes())
+                .expect("PayPal's certificate")
+                .0,
+        )
     }
 
     fn check(h: &HeaderMap, webhook_id: &str, body: &[u8], now: i64) -> Result<Verified, Error> {
@@ -226,13 +241,30 @@ mod tests {
         );
         let mut changed = BODY.to_vec();
         changed[10] ^= 1;
-        assert_eq!(check(&sdk_headers(), WEBHOOK_ID, &changed, TS), Err(Error::InvalidSignature));
+        assert_eq!(
+            check(&sdk_headers(), WEBHOOK_ID, &changed, TS),
+            Err(Error::InvalidSignature)
+        );
         let mut later = sdk_headers();
-        set(&mut later, "paypal-transmission-time", b"2019-08-29T10:49:34Z");
-        assert_eq!(check(&later, WEBHOOK_ID, BODY, TS), Err(Error::InvalidSignature));
+        set(
+            &mut later,
+            "paypal-transmission-time",
+            b"2019-08-29T10:49:34Z",
+        );
+        assert_eq!(
+            check(&later, WEBHOOK_ID, BODY, TS),
+            Err(Error::InvalidSignature)
+        );
         let mut other_id = sdk_headers();
-        set(&mut other_id, "paypal-transmission-id", b"afa30d40-ca4a-11e9-ab68-7d4e2605c70d");
-        assert_eq!(check(&other_id, WEBHOOK_ID, BODY, TS), Err(Error::InvalidSignature));
+        set(
+            &mut other_id,
+            "paypal-transmission-id",
+            b"afa30d40-ca4a-11e9-ab68-7d4e2605c70d",
+        );
+        assert_eq!(
+            check(&other_id, WEBHOOK_ID, BODY, TS),
+            Err(Error::InvalidSignature)
+        );
         assert!(matches!(
             check(&sdk_headers(), WEBHOOK_ID, BODY, TS + 301),
             Err(Error::TimestampOutsideWindow { .. })
@@ -240,7 +272,10 @@ mod tests {
         // The SDK's testInvalidAuthAlgo.
         let mut algo = sdk_headers();
         set(&mut algo, "paypal-auth-algo", b"NotToBeFound");
-        assert_eq!(check(&algo, WEBHOOK_ID, BODY, TS), Err(Error::MalformedSignature(AUTH_ALGO)));
+        assert_eq!(
+            check(&algo, WEBHOOK_ID, BODY, TS),
+            Err(Error::MalformedSignature(AUTH_ALGO))
+        );
     }
 
     #[test]
@@ -266,7 +301,10 @@ mod tests {
             let mut h = sdk_headers();
             set(&mut h, CERT_URL, url.as_bytes());
             assert!(
-                matches!(parse(&h, &KeyPolicy::default(), "paypal"), Err(Error::InvalidSignature)),
+                matches!(
+                    parse(&h, &KeyPolicy::default(), "paypal"),
+                    Err(Error::InvalidSignature)
+                ),
                 "{url}"
             );
         }
@@ -275,23 +313,40 @@ mod tests {
             ..KeyPolicy::default()
         };
         let mut h = sdk_headers();
-        set(&mut h, CERT_URL, b"https://127.0.0.1:8443/v1/notifications/certs/CERT-1");
+        set(
+            &mut h,
+            CERT_URL,
+            b"https://127.0.0.1:8443/v1/notifications/certs/CERT-1",
+        );
         assert!(parse(&h, &policy, "paypal").is_ok());
     }
 
     #[test]
     fn missing_and_garbage_headers_are_signature_errors() {
-        for name in [TRANSMISSION_SIG, TRANSMISSION_ID, TRANSMISSION_TIME, CERT_URL] {
+        for name in [
+            TRANSMISSION_SIG,
+            TRANSMISSION_ID,
+            TRANSMISSION_TIME,
+            CERT_URL,
+        ] {
             let mut h = sdk_headers();
             h.remove(name);
-            assert!(matches!(check(&h, WEBHOOK_ID, BODY, TS), Err(Error::MissingSignature(_))), "{name}");
+            assert!(
+                matches!(
+                    check(&h, WEBHOOK_ID, BODY, TS),
+                    Err(Error::MissingSignature(_))
+                ),
+                "{name}"
+            );
             for value in garbage() {
                 let mut h = sdk_headers();
                 set(&mut h, name, &value);
                 assert!(
                     matches!(
                         check(&h, WEBHOOK_ID, BODY, TS),
-                        Err(Error::MissingSignature(_) | Error::MalformedSignature(_) | Error::InvalidSignature)
+                        Err(Error::MissingSignature(_)
+                            | Error::MalformedSignature(_)
+                            | Error::InvalidSignature)
                     ),
                     "{name}"
                 );

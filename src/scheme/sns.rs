@@ -97,11 +97,20 @@ fn allowed_url(text: &str, policy: &KeyPolicy, source: &str, field: &str) -> Opt
     match KeyUrl::parse(text) {
         Some(url) if is_sns_host(url.host()) || policy.allows_host(url.host()) => Some(url),
         Some(url) => {
-            tracing::warn!(source, field, host = url.host(), "SNS URL is not on an SNS host; not fetched");
+            tracing::warn!(
+                source,
+                field,
+                host = url.host(),
+                "SNS URL is not on an SNS host; not fetched"
+            );
             None
         }
         None => {
-            tracing::warn!(source, field, "SNS URL is not an https URL with a host; not fetched");
+            tracing::warn!(
+                source,
+                field,
+                "SNS URL is not an https URL with a host; not fetched"
+            );
             None
         }
     }
@@ -109,11 +118,7 @@ fn allowed_url(text: &str, policy: &KeyPolicy, source: &str, field: &str) -> Opt
 
 /// Reads the message: its type, signature and certificate URL (checked
 /// against the host rule).
-pub(super) fn parse(
-    body: &[u8],
-    policy: &KeyPolicy,
-    source: &str,
-) -> Result<Message, Error> {
+pub(super) fn parse(body: &[u8], policy: &KeyPolicy, source: &str) -> Result<Message, Error> {
     let Ok(Value::Object(fields)) = serde_json::from_slice::<Value>(body) else {
         // Raw message delivery, or not SNS at all: no signature to check.
         return Err(Error::MissingSignature("Signature"));
@@ -265,7 +270,11 @@ mod tests {
     const TS: i64 = 1_442_712_134;
 
     fn cert(pem: &str) -> Keys {
-        Keys::Certificate(certificate_key(pem.as_bytes()).expect("a real SNS certificate").0)
+        Keys::Certificate(
+            certificate_key(pem.as_bytes())
+                .expect("a real SNS certificate")
+                .0,
+        )
     }
 
     fn message(body: &str) -> Result<Message, Error> {
@@ -298,7 +307,10 @@ mod tests {
         for (from, to) in [
             ("\"Message\": \"boo\"", "\"Message\": \"bop\""),
             ("\"Subject\": \"this is raw\",", ""),
-            ("\"Subject\": \"this is raw\"", "\"Subject\": \"this is raw \""),
+            (
+                "\"Subject\": \"this is raw\"",
+                "\"Subject\": \"this is raw \"",
+            ),
             ("2015-09-20T01:22:14.001Z", "2015-09-20T01:22:15.001Z"),
             ("just_testing\",", "just_testinG\","),
         ] {
@@ -379,10 +391,12 @@ mod tests {
         ] {
             assert!(!is_sns_host(host), "{host}");
         }
-        let with = |url: &str| SAMPLE.replace(
+        let with = |url: &str| {
+            SAMPLE.replace(
             "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-bb750dd426d95ee9390147a5624348ee.pem",
             url,
-        );
+        )
+        };
         for url in [
             "http://sns.us-east-1.amazonaws.com/c.pem",
             "https://evil.example/c.pem",
@@ -391,7 +405,10 @@ mod tests {
             "https://sns.us-east-1.amazonaws.com@evil.example/c.pem",
             "https://127.0.0.1/c.pem",
         ] {
-            assert!(matches!(message(&with(url)), Err(Error::InvalidSignature)), "{url}");
+            assert!(
+                matches!(message(&with(url)), Err(Error::InvalidSignature)),
+                "{url}"
+            );
         }
         // A test host only with the explicit knob.
         let policy = KeyPolicy {
@@ -405,7 +422,10 @@ mod tests {
     fn unsigned_and_odd_messages_are_refused() {
         // Raw message delivery: the bare message, no signature.
         assert!(matches!(message("hello"), Err(Error::MissingSignature(_))));
-        assert!(matches!(message(r#"{"default":"x"}"#), Err(Error::MissingSignature(_))));
+        assert!(matches!(
+            message(r#"{"default":"x"}"#),
+            Err(Error::MissingSignature(_))
+        ));
         for (from, to) in [
             ("\"SignatureVersion\": \"1\"", "\"SignatureVersion\": \"3\""),
             ("\"Type\": \"Notification\"", "\"Type\": \"Other\""),
@@ -413,7 +433,10 @@ mod tests {
             ("\"SigningCertURL\"", "\"SigningCertUrl\""),
         ] {
             let odd = SAMPLE.replacen(from, to, 1);
-            assert!(matches!(message(&odd), Err(Error::MalformedSignature(_))), "{to}");
+            assert!(
+                matches!(message(&odd), Err(Error::MalformedSignature(_))),
+                "{to}"
+            );
         }
     }
 }

@@ -27,6 +27,7 @@
 //! - `queue`: queue delivery: ack after enqueue, retries, 4xx, SIGKILL, replicas.
 //! - `dlq`: dead letters in both modes, `hookgate dlq`, the admin endpoints.
 //! - `delivery_kit`: what those three share (scripted app, in-process hookgate).
+//! - `keys`: `sns`, `paypal`, `google-oidc` against a local HTTPS key server.
 //! - `upstream_conn`: connections to the app: keep-alive reuse, apps closing
 //!   idle connections, chunked and close-delimited answers, silent or broken
 //!   answers, an `https://` app.
@@ -44,6 +45,7 @@ mod faults;
 mod forwarding;
 mod handshakes;
 mod hostile;
+mod keys;
 mod logs;
 mod observe;
 mod ordering;
