@@ -232,6 +232,10 @@ impl Generic {
 /// An `sns` source: AWS SNS messages, keyed by the certificate each names.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SnsSource {
+    /// The topics whose messages this source accepts (`TopicArn`, exact or
+    /// with a trailing `*`): AWS signs every topic's messages, so the
+    /// signature alone does not say whose topic sent one.
+    pub topic_arns: Vec<String>,
     /// `GET` the `SubscribeURL` of a verified `SubscriptionConfirmation`.
     pub confirm_subscription: bool,
     pub keys: KeyPolicy,

@@ -40,6 +40,11 @@ pub(super) fn apply(
         {
             refuse(c, v.span(), "confirm_subscription", "sns");
         }
+        if let Some(v) = &r.topic_arns
+            && name != "sns"
+        {
+            refuse(c, v.span(), "topic_arns", "sns");
+        }
         if let Some(v) = &r.webhook_id
             && name != "paypal"
         {
@@ -73,6 +78,35 @@ pub(super) fn apply(
     };
     match &mut scheme {
         Scheme::Sns(s) => {
+            let f = field("topic_arns");
+            match c.required(&r.topic_arns, table.clone(), &f) {
+                Some(list) if list.get_ref().is_empty() => {
+                    c.at(
+                        list,
+                        &f,
+                        "is empty; name the topics (TopicArn) this source accepts",
+                    );
+                    ok = false;
+                }
+                Some(list) => {
+                    for (i, arn) in list.get_ref().iter().enumerate() {
+                        let a = arn.get_ref().trim();
+                        let stem = a.strip_suffix('*').unwrap_or(a);
+                        if !a.starts_with("arn:aws") || stem.contains('*') || a.len() > 256 {
+                            c.at(
+                                arn,
+                                &format!("{label}.topic_arns[{i}]"),
+                                "must be a topic ARN (arn:aws:sns:<region>:<account>:<topic>), \
+                                 optionally ending in `*`",
+                            );
+                            ok = false;
+                        } else {
+                            s.topic_arns.push(a.to_owned());
+                        }
+                    }
+                }
+                None => ok = false,
+            }
             s.confirm_subscription = r
                 .confirm_subscription
                 .as_ref()

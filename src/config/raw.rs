@@ -92,7 +92,8 @@ pub(super) struct RawSource {
     pub ordering: Option<Spanned<RawOrdering>>,
     pub generic: Option<Spanned<RawGeneric>>,
     pub public_url: Option<Spanned<String>>,
-    /// `sns`: confirm subscriptions itself.
+    /// `sns`: the topics accepted, and whether to confirm subscriptions.
+    pub topic_arns: Option<Spanned<Vec<Spanned<String>>>>,
     pub confirm_subscription: Option<Spanned<bool>>,
     /// `paypal`: the listener's webhook id.
     pub webhook_id: Option<Spanned<String>>,

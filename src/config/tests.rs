@@ -2363,11 +2363,35 @@ fn remote(scheme: &str, lines: &str) -> String {
 #[test]
 fn provider_key_schemes_take_their_options_and_no_secrets() {
     use crate::scheme::Scheme;
-    let c = config(&remote("sns", "confirm_subscription = true\n"));
+    let c = config(&remote(
+        "sns",
+        "topic_arns = [\"arn:aws:sns:us-east-1:123456789012:orders\", \"arn:aws:sns:*\"]\nconfirm_subscription = true\n",
+    ));
     match &c.sources[1].scheme {
-        Scheme::Sns(s) => assert!(s.confirm_subscription && !s.keys.is_widened()),
+        Scheme::Sns(s) => {
+            assert!(s.confirm_subscription && !s.keys.is_widened());
+            assert_eq!(s.topic_arns.len(), 2);
+        }
         other => panic!("{other:?}"),
     }
+    only(
+        &remote("sns", ""),
+        "source[r].topic_arns",
+        "# r",
+        "required",
+    );
+    only(
+        &remote("sns", "topic_arns = []\n"),
+        "source[r].topic_arns",
+        "topic_arns",
+        "is empty",
+    );
+    only(
+        &remote("sns", "topic_arns = [\"orders\"]\n"),
+        "source[r].topic_arns[0]",
+        "topic_arns",
+        "topic ARN",
+    );
     assert!(c.sources[1].keys.is_empty());
     assert_eq!(
         c.sources[1].tolerance,
@@ -2404,7 +2428,10 @@ fn provider_key_schemes_take_their_options_and_no_secrets() {
     only(&src, "source[r].webhook_id", "a|b", "`|`");
     let src = remote("google-oidc", "audience = \"a\"\n");
     only(&src, "source[r].email", "# r", "required");
-    let src = remote("sns", "webhook_id = \"W\"\n");
+    let src = remote(
+        "sns",
+        "topic_arns = [\"arn:aws:sns:*\"]\nwebhook_id = \"W\"\n",
+    );
     only(
         &src,
         "source[r].webhook_id",
@@ -2453,7 +2480,7 @@ fn source_keys_widen_hosts_only_explicitly() {
     );
     let src = remote(
         "sns",
-        "[source.keys]\njwks_url = \"https://www.googleapis.com/x\"\n",
+        "topic_arns = [\"arn:aws:sns:*\"]\n[source.keys]\njwks_url = \"https://www.googleapis.com/x\"\n",
     );
     only(
         &src,
@@ -2464,7 +2491,9 @@ fn source_keys_widen_hosts_only_explicitly() {
     for bad in ["https://127.0.0.1", "127.0.0.1:8443", "*.example.com", ""] {
         let src = remote(
             "sns",
-            &format!("[source.keys]\nallow_hosts = [\"{bad}\"]\n"),
+            &format!(
+                "topic_arns = [\"arn:aws:sns:*\"]\n[source.keys]\nallow_hosts = [\"{bad}\"]\n"
+            ),
         );
         only(
             &src,
@@ -2473,10 +2502,16 @@ fn source_keys_widen_hosts_only_explicitly() {
             "host name",
         );
     }
-    let src = remote("sns", "[source.keys]\nca_file = \"/missing.pem\"\n");
+    let src = remote(
+        "sns",
+        "topic_arns = [\"arn:aws:sns:*\"]\n[source.keys]\nca_file = \"/missing.pem\"\n",
+    );
     only(&src, "source[r].keys.ca_file", "ca_file", "cannot read");
     let junk = MapSecrets::default().file("/junk.pem", b"not a certificate");
-    let src = remote("sns", "[source.keys]\nca_file = \"/junk.pem\"\n");
+    let src = remote(
+        "sns",
+        "topic_arns = [\"arn:aws:sns:*\"]\n[source.keys]\nca_file = \"/junk.pem\"\n",
+    );
     let p = problems_with(&src, &junk);
     has(
         &p,

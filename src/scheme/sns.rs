@@ -13,6 +13,10 @@
 //! a `SubscriptionConfirmation` or `UnsubscribeConfirmation`. Other fields
 //! (`MessageAttributes`, `UnsubscribeURL`) are not signed.
 //!
+//! AWS signs the messages of every topic in every account alike, so a
+//! source names the topics it accepts (`topic_arns`); a message from any
+//! other topic is `invalid_signature`, checked before any fetch.
+//!
 //! The id is `MessageId`, the type `Type`, the signed time `Timestamp` (the
 //! publish time, which SNS retries keep: hence the one-hour default window,
 //! the longest total retry time SNS allows for HTTP/S). Both confirmations
@@ -225,6 +229,13 @@ pub(super) async fn verify(
     now: i64,
 ) -> Result<Verified, Error> {
     let message = parse(body, &settings.keys, source)?;
+    // Checked before any fetch: another account's topic is not this source's
+    // sender, however well AWS signed its message.
+    let topic = message.text("TopicArn").unwrap_or_default();
+    if !topic_allowed(&settings.topic_arns, topic) {
+        tracing::warn!(source, topic, "SNS message from a topic not in topic_arns");
+        return Err(Error::InvalidSignature);
+    }
     let keys = fetcher
         .keys(&message.cert_url, KeyKind::Certificate, &settings.keys)
         .await
@@ -234,6 +245,15 @@ pub(super) async fn verify(
         confirm(fetcher, &message, &settings.keys, source).await;
     }
     Ok(verified)
+}
+
+/// Whether `topic` is one of `allowed` (a trailing `*` matches any suffix).
+pub(super) fn topic_allowed(allowed: &[String], topic: &str) -> bool {
+    !topic.is_empty()
+        && allowed.iter().any(|p| match p.strip_suffix('*') {
+            Some(prefix) => topic.starts_with(prefix),
+            None => p == topic,
+        })
 }
 
 async fn confirm(fetcher: &Fetcher, message: &Message, policy: &KeyPolicy, source: &str) {
@@ -416,6 +436,35 @@ mod tests {
             ..KeyPolicy::default()
         };
         assert!(parse(with("https://127.0.0.1:9/c.pem").as_bytes(), &policy, "sns").is_ok());
+    }
+
+    #[test]
+    fn topics_are_matched_exactly_or_by_prefix() {
+        let allowed = [
+            "arn:aws:sns:us-east-1:810605503585:just_testing".to_owned(),
+            "arn:aws:sns:eu-west-1:123456789012:orders-*".to_owned(),
+        ];
+        assert!(topic_allowed(
+            &allowed,
+            "arn:aws:sns:us-east-1:810605503585:just_testing"
+        ));
+        assert!(topic_allowed(
+            &allowed,
+            "arn:aws:sns:eu-west-1:123456789012:orders-eu"
+        ));
+        assert!(!topic_allowed(
+            &allowed,
+            "arn:aws:sns:us-east-1:810605503585:just_testing2"
+        ));
+        assert!(!topic_allowed(
+            &allowed,
+            "arn:aws:sns:us-east-1:999999999999:just_testing"
+        ));
+        assert!(!topic_allowed(&allowed, ""));
+        assert!(!topic_allowed(
+            &[],
+            "arn:aws:sns:us-east-1:810605503585:just_testing"
+        ));
     }
 
     #[test]

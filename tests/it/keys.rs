@@ -49,9 +49,11 @@ fn rfc3339_now() -> String {
     humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
 }
 
+const TOPIC: &str = "arn:aws:sns:us-east-1:123456789012:hookgate-it";
+
 fn sns_source(keys: &str, extra: &str) -> String {
     format!(
-        "\n[[source]]\nname = \"sns\"\npath = \"/webhooks/sns\"\nscheme = \"sns\"\n{extra}{keys}"
+        "\n[[source]]\nname = \"sns\"\npath = \"/webhooks/sns\"\nscheme = \"sns\"\ntopic_arns = [\"{TOPIC}\"]\n{extra}{keys}"
     )
 }
 
@@ -74,7 +76,7 @@ fn sns_message(
     for (k, v) in [
         ("Type", kind),
         ("MessageId", id),
-        ("TopicArn", "arn:aws:sns:us-east-1:123456789012:hookgate-it"),
+        ("TopicArn", TOPIC),
         ("Message", "{\"order\":42}"),
         ("Timestamp", &rfc3339_now()),
         ("SignatureVersion", "2"),
@@ -214,6 +216,23 @@ async fn sns_messages_verify_with_the_fetched_certificate_and_confirmations_are_
         seen[2].header("x-verified-event-type"),
         "SubscriptionConfirmation"
     );
+
+    // Another account's topic, however well AWS signed it, is not this
+    // source's sender.
+    let resigned = sns_message(
+        "Notification",
+        "msg-x",
+        &cert_url,
+        &a,
+        &[("TopicArn", "arn:aws:sns:us-east-1:999999999999:hookgate-it")],
+    );
+    gate.post(
+        "/webhooks/sns",
+        &sns_headers("Notification"),
+        body(&resigned),
+    )
+    .await
+    .assert_error(400, "invalid_signature");
 
     // Raw message delivery carries no signature.
     gate.post("/webhooks/sns", &[], "{\"order\":42}")

@@ -251,7 +251,7 @@ const CODED: &[Coded] = &[
         tolerance: "1h (SNS retries keep the publish time)",
         id: "body `MessageId`",
         kind: "body `Type`",
-        handshake: "`SubscriptionConfirmation` verified, forwarded, and with `confirm_subscription` confirmed by hookgate",
+        handshake: "`SubscriptionConfirmation` verified, forwarded, and with `confirm_subscription` confirmed by hookgate; only topics in `topic_arns`",
         vector: "SDK test: aws/aws-sdk-java-v2 services/sns/src/test/resources/software/amazon/awssdk/services/sns/sample-message.json with unit-test-public-cert.pem (SignatureVersion 1, checked offline); version 2 signed with a test key against a local key server (tests/it/keys.rs)",
         sdk: Sdk::NotRun(
             "AWS's verifiers (npm sns-validator, aws-sdk-java-v2 SnsMessageManager) fetch the certificate from AWS hosts only; the SDK's own signed sample is the test vector",
