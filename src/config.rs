@@ -93,6 +93,7 @@ use crate::scheme::{
 };
 
 pub mod duration;
+mod keys;
 mod raw;
 
 #[cfg(test)]
@@ -151,6 +152,24 @@ impl Default for Lifetimes {
             write_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(30),
             max_connection_age: Duration::from_secs(300),
+        }
+    }
+}
+
+/// Warns, once per source, where `[source.keys]` lets keys come from hosts
+/// or roots that are not the provider's: meant for tests only.
+pub fn warn_widened(sources: &[Source]) {
+    for source in sources {
+        if let Some(policy) = source.scheme.key_policy()
+            && policy.is_widened()
+        {
+            tracing::warn!(
+                source = source.name.as_str(),
+                allow_hosts = ?policy.allow_hosts,
+                ca_file = ?policy.ca_file,
+                "[source.keys] widens where provider keys may come from: keys from these hosts \
+                 and roots are trusted as the provider's; use this only against a test key server"
+            );
         }
     }
 }
@@ -1764,11 +1783,31 @@ fn source_body(
         _ => None,
     };
 
-    // Secrets, resolved and prepared for the scheme.
+    let remote = scheme
+        .as_ref()
+        .filter(|s| s.fetches_keys())
+        .map(Scheme::name);
+    let scheme = keys::apply(c, label, r, table.clone(), scheme);
+
+    // Secrets, resolved and prepared for the scheme. Schemes whose key
+    // comes from the provider take none.
     let secrets_field = field("secrets");
     let mut secret_files = Vec::new();
-    let keys = match c.required(&r.secrets, table.clone(), &secrets_field) {
-        None => None,
+    if let (Some(name), Some(v)) = (remote, &r.secrets) {
+        c.at(
+            v,
+            &secrets_field,
+            format!(
+                "does not apply: scheme \"{name}\" fetches the provider's key itself; remove it"
+            ),
+        );
+    }
+    let required = match remote {
+        Some(_) => None,
+        None => c.required(&r.secrets, table.clone(), &secrets_field),
+    };
+    let keys = match required {
+        None => (remote.is_some() && r.secrets.is_none()).then(Vec::new),
         Some(s) => match s.get_ref() {
             RawSecrets::NotAnArray => {
                 c.at(

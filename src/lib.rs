@@ -7,6 +7,8 @@
 //! - [`config`]: the TOML file, validated into runtime types (secrets resolved).
 //! - [`route`]: the longest path prefix picks the `[[source]]`.
 //! - [`scheme`]: each sender's signature scheme; produces [`scheme::Verified`].
+//! - [`keyfetch`]: keys that come from the provider (SNS and PayPal
+//!   certificates, Google's JWKS), fetched over HTTPS and cached.
 //! - [`store`]: the nonce store (memory or Redis) that turns retries into duplicates.
 //! - [`ordering`]: the version gate: never older than what the app accepted.
 //! - [`forward`]: the keep-alive HTTP/1.1 client to the app, header hygiene, timeouts.
@@ -28,6 +30,7 @@ pub mod delivery;
 pub mod dlq;
 pub mod envelope;
 pub mod forward;
+pub mod keyfetch;
 pub mod log;
 pub mod metrics;
 pub mod ordering;
@@ -108,6 +111,7 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
         server_config.request_read_timeout,
         server::Lifetimes::default(),
     );
+    config::warn_widened(&state.runtime().config.sources);
     if state.store.as_redis().is_none() {
         tracing::warn!(
             "dead letters need a redis store: with the memory store, events the app \

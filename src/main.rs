@@ -280,7 +280,15 @@ fn sign(
             return ExitCode::FAILURE;
         }
     };
-    let Some(key) = found.keys.first() else {
+    let no_key = hookgate::secret::Secret::new(Vec::new());
+    // Schemes whose key comes from the provider hold no secret; `sign`
+    // refuses them with its own reason.
+    let key = match found.keys.first() {
+        Some(key) => Some(key),
+        None if found.scheme.fetches_keys() => Some(&no_key),
+        None => None,
+    };
+    let Some(key) = key else {
         eprintln!("hookgate sign: source {source:?} has no secret");
         return ExitCode::FAILURE;
     };

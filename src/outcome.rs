@@ -46,6 +46,10 @@ pub enum Outcome {
     InFlight,
     StaleVersion,
     StoreUnavailable,
+    /// The provider's signing key or certificate could not be fetched (AWS
+    /// SNS, PayPal, Google): retryable, like `StoreUnavailable`. Not a DESIGN
+    /// §3 row; documented in the README's status table.
+    KeyUnavailable,
     /// The app answered; its response goes back as it is.
     Forwarded,
     /// The store failed and the source has `on_store_error = "forward_unchecked"`:
@@ -82,6 +86,7 @@ impl Outcome {
             Outcome::InFlight => "in_flight",
             Outcome::StaleVersion => "stale_version",
             Outcome::StoreUnavailable => "store_unavailable",
+            Outcome::KeyUnavailable => "key_unavailable",
             Outcome::Forwarded => "forwarded",
             Outcome::ForwardedUnchecked => "forwarded_unchecked",
             Outcome::Overloaded => "overloaded",
@@ -112,7 +117,9 @@ impl Outcome {
             | Outcome::ForwardedUnchecked
             | Outcome::Unmatched => StatusCode::OK,
             Outcome::InFlight => StatusCode::TOO_MANY_REQUESTS,
-            Outcome::StoreUnavailable | Outcome::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
+            Outcome::StoreUnavailable | Outcome::KeyUnavailable | Outcome::Overloaded => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             Outcome::UpstreamUnavailable => StatusCode::BAD_GATEWAY,
             Outcome::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
         }
@@ -120,9 +127,10 @@ impl Outcome {
 
     pub fn retry_after(&self) -> Option<u32> {
         match self {
-            Outcome::InFlight | Outcome::StoreUnavailable | Outcome::Overloaded => {
-                Some(RETRY_AFTER_SECS)
-            }
+            Outcome::InFlight
+            | Outcome::StoreUnavailable
+            | Outcome::KeyUnavailable
+            | Outcome::Overloaded => Some(RETRY_AFTER_SECS),
             _ => None,
         }
     }
@@ -200,6 +208,7 @@ impl From<&scheme::Error> for Outcome {
             scheme::Error::InvalidSignature => Outcome::InvalidSignature,
             scheme::Error::TimestampOutsideWindow { .. } => Outcome::TimestampOutsideWindow,
             scheme::Error::MalformedBody(_) => Outcome::MalformedBody,
+            scheme::Error::KeyUnavailable => Outcome::KeyUnavailable,
         }
     }
 }
@@ -279,6 +288,11 @@ mod tests {
                 r#"{"error":"store_unavailable"}"#,
             ),
             (
+                Outcome::KeyUnavailable,
+                503,
+                r#"{"error":"key_unavailable"}"#,
+            ),
+            (
                 Outcome::UpstreamUnavailable,
                 502,
                 r#"{"error":"upstream_unavailable"}"#,
@@ -335,6 +349,14 @@ mod tests {
                 .response()
                 .headers()
                 .contains_key("retry-after")
+        );
+        assert_eq!(
+            Outcome::KeyUnavailable
+                .response()
+                .headers()
+                .get("retry-after")
+                .map(|v| v.as_bytes()),
+            Some(&b"5"[..])
         );
         assert!(
             !Outcome::InvalidSignature

@@ -109,13 +109,21 @@ where
         Err(outcome) => return finish(state, source, None, outcome, None),
     };
 
-    let verified = match source.scheme.verify(
-        &source.keys,
-        source.tolerance,
-        &parts.headers,
-        &body,
-        unix_now(),
-    ) {
+    // Schemes whose key comes from the provider (SNS, PayPal, Google) fetch
+    // it first; every other scheme verifies as it always did.
+    let verified = match source
+        .scheme
+        .verify_fetching(
+            &state.keys,
+            &source.name,
+            &source.keys,
+            source.tolerance,
+            &parts.headers,
+            &body,
+            unix_now(),
+        )
+        .await
+    {
         Ok(verified) => verified,
         Err(e) => {
             tracing::debug!(source = %source.name, reason = %e, "verification failed");

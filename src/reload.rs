@@ -31,6 +31,7 @@ pub fn reload(state: &State, path: &Path) -> bool {
             {
                 tracing::warn!("store settings changed: they take effect on restart");
             }
+            crate::config::warn_widened(&config.sources);
             state.swap(config);
             state.metrics.reload(true);
             tracing::info!(path = %path.display(), "config reloaded");

@@ -12,6 +12,7 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, Uri};
 use http_body_util::Full;
 
+use crate::keyfetch::{Fetcher, KeyPolicy, KeyUrl};
 use crate::secret::Secret;
 
 mod adyen;
@@ -19,6 +20,7 @@ pub mod catalog;
 mod discord;
 mod generic;
 mod github;
+mod google_oidc;
 mod handshake;
 pub(crate) mod hmac;
 mod increase;
@@ -27,16 +29,19 @@ mod mailgun;
 mod messagebird;
 mod metronome;
 mod msgraph;
+mod paypal;
 mod plivo;
 mod sendgrid;
 mod shopify;
 mod sinch_voice;
 mod slack;
+mod sns;
 mod standard;
 mod stripe;
 mod twilio;
 
 pub use catalog::{Handshake, Preset};
+pub use google_oidc::{GOOGLE_JWKS, GOOGLE_JWKS_HOST};
 
 /// What a successful verification proves about a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,6 +68,10 @@ pub enum Error {
     TimestampOutsideWindow { timestamp: i64, tolerance_secs: u64 },
     #[error("body is not the JSON the scheme needs: {0}")]
     MalformedBody(&'static str),
+    /// The provider's key or certificate could not be fetched (logged where
+    /// it failed): the sender should retry, so never a 400.
+    #[error("the provider's signing key could not be fetched")]
+    KeyUnavailable,
 }
 
 /// Where a generic sender carries a value: a header or a JSON pointer into the body.
@@ -221,6 +230,48 @@ impl Generic {
     }
 }
 
+/// An `sns` source: AWS SNS messages, keyed by the certificate each names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SnsSource {
+    /// The topics whose messages this source accepts (`TopicArn`, exact or
+    /// with a trailing `*`): AWS signs every topic's messages, so the
+    /// signature alone does not say whose topic sent one.
+    pub topic_arns: Vec<String>,
+    /// `GET` the `SubscribeURL` of a verified `SubscriptionConfirmation`.
+    pub confirm_subscription: bool,
+    pub keys: KeyPolicy,
+}
+
+/// A `paypal` source: the listener's webhook id is part of what PayPal signs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PayPalSource {
+    pub webhook_id: String,
+    pub keys: KeyPolicy,
+}
+
+/// A `google-oidc` source: who the token must be for and from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GoogleSource {
+    /// The `aud` claim: the audience set on the push subscription.
+    pub audience: String,
+    /// The service account the push runs as (`email` claim).
+    pub email: String,
+    /// Google's JWK Set unless a test overrides it.
+    pub jwks_url: KeyUrl,
+    pub keys: KeyPolicy,
+}
+
+impl Default for GoogleSource {
+    fn default() -> Self {
+        GoogleSource {
+            audience: String::new(),
+            email: String::new(),
+            jwks_url: KeyUrl::parse(GOOGLE_JWKS).expect("Google's JWKS URL is a valid https URL"),
+            keys: KeyPolicy::default(),
+        }
+    }
+}
+
 /// An answer hookgate gives itself to a sender's endpoint check.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reply {
@@ -305,10 +356,18 @@ pub enum Scheme {
     /// Microsoft Graph change notifications: every item's `clientState` is
     /// a configured secret; `?validationToken=` answered.
     MicrosoftGraph,
+    /// AWS SNS: RSA over the message's canonical string; the certificate is
+    /// fetched from the message's `SigningCertURL`.
+    Sns(Box<SnsSource>),
+    /// PayPal: RSA over transmission id, time, webhook id and the body's
+    /// CRC-32; the certificate is fetched from `PAYPAL-CERT-URL`.
+    PayPal(Box<PayPalSource>),
+    /// A Google-signed OIDC token (Pub/Sub push); Google's keys are fetched.
+    GoogleOidc(Box<GoogleSource>),
 }
 
 /// The scheme words that are code, not catalog presets, besides the core five.
-const CODED: [&str; 11] = [
+const CODED: [&str; 14] = [
     "twilio",
     "sendgrid",
     "discord",
@@ -320,6 +379,9 @@ const CODED: [&str; 11] = [
     "plivo",
     "sinch-voice",
     "microsoft-graph",
+    "sns",
+    "paypal",
+    "google-oidc",
 ];
 
 impl Scheme {
@@ -330,6 +392,8 @@ impl Scheme {
     pub fn signs_event_id(&self) -> bool {
         match self {
             Scheme::Github | Scheme::Shopify | Scheme::Twilio { .. } => false,
+            // The token signs the sender, not the body.
+            Scheme::GoogleOidc(_) => false,
             Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => {
                 g.signs(g.event_id.as_ref(), true)
             }
@@ -341,7 +405,9 @@ impl Scheme {
     /// only a signed type is stamped as `X-Verified-Event-Type`.
     pub fn signs_event_type(&self) -> bool {
         match self {
-            Scheme::Github | Scheme::Shopify | Scheme::MicrosoftGraph => false,
+            Scheme::Github | Scheme::Shopify | Scheme::MicrosoftGraph | Scheme::GoogleOidc(_) => {
+                false
+            }
             Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => {
                 g.signs(g.event_type.as_ref(), false)
             }
@@ -370,6 +436,9 @@ impl Scheme {
             Scheme::Plivo { .. } => "plivo",
             Scheme::SinchVoice { .. } => "sinch-voice",
             Scheme::MicrosoftGraph => "microsoft-graph",
+            Scheme::Sns(_) => "sns",
+            Scheme::PayPal(_) => "paypal",
+            Scheme::GoogleOidc(_) => "google-oidc",
         }
     }
 
@@ -394,6 +463,9 @@ impl Scheme {
             "plivo" => Scheme::Plivo { public_url: url() },
             "sinch-voice" => Scheme::SinchVoice { public_url: url() },
             "microsoft-graph" => Scheme::MicrosoftGraph,
+            "sns" => Scheme::Sns(Box::default()),
+            "paypal" => Scheme::PayPal(Box::default()),
+            "google-oidc" => Scheme::GoogleOidc(Box::default()),
             _ => {
                 let preset = catalog::find(name)?;
                 Scheme::Preset {
@@ -432,6 +504,7 @@ impl Scheme {
             Scheme::Metronome | Scheme::Mailgun | Scheme::MessageBird { .. } => true,
             Scheme::Increase => true,
             Scheme::SinchVoice { .. } => true,
+            Scheme::Sns(_) | Scheme::PayPal(_) | Scheme::GoogleOidc(_) => true,
             Scheme::Github | Scheme::Shopify | Scheme::Twilio { .. } => false,
             Scheme::Adyen | Scheme::Plivo { .. } | Scheme::MicrosoftGraph => false,
             Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => g.signs_timestamp(),
@@ -443,6 +516,7 @@ impl Scheme {
     pub fn default_tolerance(&self) -> Option<Duration> {
         match self {
             Scheme::Preset { preset, .. } => preset.tolerance_secs.map(Duration::from_secs),
+            Scheme::Sns(_) => Some(sns::DEFAULT_TOLERANCE),
             _ => None,
         }
     }
@@ -500,6 +574,63 @@ impl Scheme {
                 sinch_voice::verify(public_url, keys, tolerance, headers, body, now)
             }
             Scheme::MicrosoftGraph => msgraph::verify(keys, body),
+            // Their key must be fetched first: see `verify_fetching`.
+            Scheme::Sns(_) | Scheme::PayPal(_) | Scheme::GoogleOidc(_) => {
+                Err(Error::KeyUnavailable)
+            }
+        }
+    }
+
+    /// Whether the key comes from the provider at request time (and so
+    /// `secrets` is not used).
+    pub fn fetches_keys(&self) -> bool {
+        self.key_policy().is_some()
+    }
+
+    /// The `[source.keys]` policy of a scheme whose key is fetched.
+    pub fn key_policy(&self) -> Option<&KeyPolicy> {
+        match self {
+            Scheme::Sns(s) => Some(&s.keys),
+            Scheme::PayPal(p) => Some(&p.keys),
+            Scheme::GoogleOidc(g) => Some(&g.keys),
+            _ => None,
+        }
+    }
+
+    /// Verifies a request as [`Scheme::verify`] does, fetching the
+    /// provider's key first (from `fetcher`'s cache when it holds it) for
+    /// the schemes whose key comes from the provider. A key that cannot be
+    /// had is [`Error::KeyUnavailable`]; a key URL outside the provider's
+    /// hosts is [`Error::InvalidSignature`], logged under `source` with the
+    /// host and never fetched.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn verify_fetching(
+        &self,
+        fetcher: &Fetcher,
+        source: &str,
+        keys: &[Secret],
+        tolerance: Duration,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: i64,
+    ) -> Result<Verified, Error> {
+        // Boxed: a fetch's future is large, and would otherwise size every
+        // request's future.
+        match self {
+            Scheme::Sns(s) => Box::pin(sns::verify(fetcher, s, source, tolerance, body, now)).await,
+            Scheme::PayPal(p) => {
+                Box::pin(paypal::verify(
+                    fetcher, p, source, tolerance, headers, body, now,
+                ))
+                .await
+            }
+            Scheme::GoogleOidc(g) => {
+                Box::pin(google_oidc::verify(
+                    fetcher, g, source, tolerance, headers, body, now,
+                ))
+                .await
+            }
+            other => other.verify(keys, tolerance, headers, body, now),
         }
     }
 
@@ -541,6 +672,9 @@ impl Scheme {
             Scheme::Twilio { public_url } => Ok(twilio::sign(public_url, key, body, id)),
             Scheme::SendGrid | Scheme::Discord => {
                 Err("the sender signs with its private key; hookgate only holds the public key")
+            }
+            Scheme::Sns(_) | Scheme::PayPal(_) | Scheme::GoogleOidc(_) => {
+                Err("the provider signs with its private key; hookgate fetches only its public key")
             }
             Scheme::Metronome => Ok(metronome::sign(key, body, timestamp)),
             Scheme::Increase => increase::sign(key, body, id, timestamp),

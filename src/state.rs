@@ -7,6 +7,7 @@ use arc_swap::ArcSwap;
 
 use crate::config::Config;
 use crate::forward::Forwarder;
+use crate::keyfetch::Fetcher;
 use crate::metrics::Metrics;
 use crate::route::Router;
 use crate::store::Store;
@@ -32,6 +33,9 @@ pub struct State {
     pub store: Store,
     pub forwarder: Forwarder,
     pub metrics: Metrics,
+    /// Provider keys (SNS and PayPal certificates, Google's JWKS), cached
+    /// across reloads.
+    pub keys: Fetcher,
     /// The public listener's TLS acceptor when `[server.tls]` is set at start.
     pub tls: Option<SharedAcceptor>,
 }
@@ -52,6 +56,7 @@ impl State {
             store,
             forwarder: Forwarder::new(),
             metrics,
+            keys: Fetcher::default(),
             tls,
         })
     }

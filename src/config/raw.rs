@@ -99,6 +99,24 @@ pub(super) struct RawSource {
     pub generic: Option<Spanned<RawGeneric>>,
     pub public_url: Option<Spanned<String>>,
     pub verify_token: Option<Spanned<RawSecret>>,
+    /// `sns`: the topics accepted, and whether to confirm subscriptions.
+    pub topic_arns: Option<Spanned<Vec<Spanned<String>>>>,
+    pub confirm_subscription: Option<Spanned<bool>>,
+    /// `paypal`: the listener's webhook id.
+    pub webhook_id: Option<Spanned<String>>,
+    /// `google-oidc`: the token's audience and service account.
+    pub audience: Option<Spanned<String>>,
+    pub email: Option<Spanned<String>>,
+    pub keys: Option<Spanned<RawKeys>>,
+}
+
+/// `[source.keys]`: where provider keys may come from besides the provider.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawKeys {
+    pub allow_hosts: Option<Spanned<Vec<Spanned<String>>>>,
+    pub ca_file: Option<Spanned<String>>,
+    pub jwks_url: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]

@@ -1645,12 +1645,12 @@ fn duplicate_paths_after_normalisation() {
 
 #[test]
 fn schemes() {
-    let src = BASE.replace("scheme = \"github\"", "scheme = \"paypal\"");
+    let src = BASE.replace("scheme = \"github\"", "scheme = \"payfriend\"");
     only(
         &src,
         "source[gh].scheme",
-        "paypal",
-        "unknown value \"paypal\"",
+        "payfriend",
+        "unknown value \"payfriend\"",
     );
     let src = BASE.replace("scheme = \"github\"\n", "");
     only(&src, "source[gh].scheme", "[[source]]", "required");
@@ -2574,5 +2574,176 @@ fn verify_token_problems_name_the_field_and_line() {
         "source[gh].verify_token",
         "verify_token",
         "does not apply: scheme \"github\"",
+    );
+}
+
+/// A source whose key comes from the provider: `scheme` and its own lines,
+/// no secrets.
+fn remote(scheme: &str, lines: &str) -> String {
+    format!(
+        "{}\n[[source]] # r\nname = \"r\"\npath = \"/webhooks/r\"\nscheme = \"{scheme}\"\n{lines}",
+        BASE
+    )
+}
+
+#[test]
+fn provider_key_schemes_take_their_options_and_no_secrets() {
+    use crate::scheme::Scheme;
+    let c = config(&remote(
+        "sns",
+        "topic_arns = [\"arn:aws:sns:us-east-1:123456789012:orders\", \"arn:aws:sns:*\"]\nconfirm_subscription = true\n",
+    ));
+    match &c.sources[1].scheme {
+        Scheme::Sns(s) => {
+            assert!(s.confirm_subscription && !s.keys.is_widened());
+            assert_eq!(s.topic_arns.len(), 2);
+        }
+        other => panic!("{other:?}"),
+    }
+    only(
+        &remote("sns", ""),
+        "source[r].topic_arns",
+        "# r",
+        "required",
+    );
+    only(
+        &remote("sns", "topic_arns = []\n"),
+        "source[r].topic_arns",
+        "topic_arns",
+        "is empty",
+    );
+    only(
+        &remote("sns", "topic_arns = [\"orders\"]\n"),
+        "source[r].topic_arns[0]",
+        "topic_arns",
+        "topic ARN",
+    );
+    assert!(c.sources[1].keys.is_empty());
+    assert_eq!(
+        c.sources[1].tolerance,
+        Duration::from_secs(3600),
+        "SNS retries for up to an hour"
+    );
+    let c = config(&remote("paypal", "webhook_id = \"0FV983392A0531201\"\n"));
+    match &c.sources[1].scheme {
+        Scheme::PayPal(p) => assert_eq!(p.webhook_id, "0FV983392A0531201"),
+        other => panic!("{other:?}"),
+    }
+    let c = config(&remote(
+        "google-oidc",
+        "audience = \"https://hooks.example.com/push\"\nemail = \"p@x.iam.gserviceaccount.com\"\n",
+    ));
+    match &c.sources[1].scheme {
+        Scheme::GoogleOidc(g) => {
+            assert_eq!(g.audience, "https://hooks.example.com/push");
+            assert_eq!(g.jwks_url.as_str(), crate::scheme::GOOGLE_JWKS);
+        }
+        other => panic!("{other:?}"),
+    }
+
+    let src = remote("paypal", "webhook_id = \"W\"\nsecrets = [\"s\"]\n");
+    only(
+        &src,
+        "source[r].secrets",
+        "secrets = [\"s\"]",
+        "fetches the provider's key",
+    );
+    let src = remote("paypal", "");
+    only(&src, "source[r].webhook_id", "# r", "required");
+    let src = remote("paypal", "webhook_id = \"a|b\"\n");
+    only(&src, "source[r].webhook_id", "a|b", "`|`");
+    let src = remote("google-oidc", "audience = \"a\"\n");
+    only(&src, "source[r].email", "# r", "required");
+    let src = remote(
+        "sns",
+        "topic_arns = [\"arn:aws:sns:*\"]\nwebhook_id = \"W\"\n",
+    );
+    only(
+        &src,
+        "source[r].webhook_id",
+        "webhook_id",
+        "only scheme = \"paypal\"",
+    );
+    let src = with("confirm_subscription = true\n");
+    only(
+        &src,
+        "source[gh].confirm_subscription",
+        "confirm_subscription",
+        "only scheme = \"sns\"",
+    );
+    let src = with("[source.keys]\nallow_hosts = [\"127.0.0.1\"]\n");
+    only(&src, "source[gh].keys", "[source.keys]", "fetches no key");
+}
+
+#[test]
+fn source_keys_widen_hosts_only_explicitly() {
+    use crate::scheme::Scheme;
+    let ca = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).expect("cert");
+    let secrets = MapSecrets::default().file("/ca.pem", ca.cert.pem().as_bytes());
+    let src = remote(
+        "google-oidc",
+        "audience = \"a\"\nemail = \"e\"\n[source.keys]\nallow_hosts = [\"127.0.0.1\"]\nca_file = \"/ca.pem\"\njwks_url = \"https://127.0.0.1:8443/certs\"\n",
+    );
+    let c = config_with(&src, &secrets);
+    match &c.sources[1].scheme {
+        Scheme::GoogleOidc(g) => {
+            assert_eq!(g.jwks_url.host(), "127.0.0.1");
+            assert!(g.keys.is_widened());
+            assert_eq!(g.keys.extra_roots.len(), 1);
+        }
+        other => panic!("{other:?}"),
+    }
+    // A test JWKS host without allow_hosts is refused.
+    let src = remote(
+        "google-oidc",
+        "audience = \"a\"\nemail = \"e\"\n[source.keys]\njwks_url = \"https://127.0.0.1:8443/certs\"\n",
+    );
+    only(
+        &src,
+        "source[r].keys.jwks_url",
+        "jwks_url",
+        "is not Google's",
+    );
+    let src = remote(
+        "sns",
+        "topic_arns = [\"arn:aws:sns:*\"]\n[source.keys]\njwks_url = \"https://www.googleapis.com/x\"\n",
+    );
+    only(
+        &src,
+        "source[r].keys.jwks_url",
+        "jwks_url",
+        "only scheme = \"google-oidc\"",
+    );
+    for bad in ["https://127.0.0.1", "127.0.0.1:8443", "*.example.com", ""] {
+        let src = remote(
+            "sns",
+            &format!(
+                "topic_arns = [\"arn:aws:sns:*\"]\n[source.keys]\nallow_hosts = [\"{bad}\"]\n"
+            ),
+        );
+        only(
+            &src,
+            "source[r].keys.allow_hosts[0]",
+            "allow_hosts",
+            "host name",
+        );
+    }
+    let src = remote(
+        "sns",
+        "topic_arns = [\"arn:aws:sns:*\"]\n[source.keys]\nca_file = \"/missing.pem\"\n",
+    );
+    only(&src, "source[r].keys.ca_file", "ca_file", "cannot read");
+    let junk = MapSecrets::default().file("/junk.pem", b"not a certificate");
+    let src = remote(
+        "sns",
+        "topic_arns = [\"arn:aws:sns:*\"]\n[source.keys]\nca_file = \"/junk.pem\"\n",
+    );
+    let p = problems_with(&src, &junk);
+    has(
+        &p,
+        &src,
+        "source[r].keys.ca_file",
+        "ca_file",
+        "no PEM certificate",
     );
 }

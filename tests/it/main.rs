@@ -30,6 +30,7 @@
 //! - `delivery_kit`: what those three share (scripted app, in-process hookgate).
 //! - `monitoring`: the chart's dashboard panels and alert expressions asked
 //!   of a real Prometheus scraping hookgate under load.
+//! - `keys`: `sns`, `paypal`, `google-oidc` against a local HTTPS key server.
 //! - `upstream_conn`: connections to the app: keep-alive reuse, apps closing
 //!   idle connections, chunked and close-delimited answers, silent or broken
 //!   answers, an `https://` app.
@@ -47,6 +48,7 @@ mod faults;
 mod forwarding;
 mod handshakes;
 mod hostile;
+mod keys;
 mod logs;
 mod monitoring;
 mod observe;

@@ -256,6 +256,54 @@ const CODED: &[Coded] = &[
         sdk: Sdk::None,
         published: true,
     },
+    Coded {
+        name: "sns",
+        provider: "AWS SNS (HTTP/S subscriptions)",
+        headers: "— (body `Signature`, `SignatureVersion`, `SigningCertURL`)",
+        signed: "`Name\\nValue\\n` of `Message`, `MessageId`, `Subject` (if any), `Timestamp`, `TopicArn`, `Type`; confirmations: `Message`, `MessageId`, `SubscribeURL`, `Timestamp`, `Token`, `TopicArn`, `Type`",
+        algorithm: "RSA PKCS#1 v1.5, SHA1 (`SignatureVersion` 1) or SHA256 (2), base64; certificate fetched from `SigningCertURL` on `sns.<region>.amazonaws.com[.cn]` only",
+        tolerance: "1h (SNS retries keep the publish time)",
+        id: "body `MessageId`",
+        kind: "body `Type`",
+        handshake: "`SubscriptionConfirmation` verified, forwarded, and with `confirm_subscription` confirmed by hookgate; only topics in `topic_arns`",
+        vector: "SDK test: aws/aws-sdk-java-v2 services/sns/src/test/resources/software/amazon/awssdk/services/sns/sample-message.json with unit-test-public-cert.pem (SignatureVersion 1, checked offline); version 2 signed with a test key against a local key server (tests/it/keys.rs)",
+        sdk: Sdk::NotRun(
+            "AWS's verifiers (npm sns-validator, aws-sdk-java-v2 SnsMessageManager) fetch the certificate from AWS hosts only; the SDK's own signed sample is the test vector",
+        ),
+        published: true,
+    },
+    Coded {
+        name: "paypal",
+        provider: "PayPal",
+        headers: "`PAYPAL-TRANSMISSION-SIG`, `PAYPAL-TRANSMISSION-ID`, `PAYPAL-TRANSMISSION-TIME`, `PAYPAL-CERT-URL`, `PAYPAL-AUTH-ALGO`",
+        signed: "`{transmission id}|{transmission time}|{webhook_id}|{CRC-32 of body, decimal}`",
+        algorithm: "RSA PKCS#1 v1.5 SHA-256 (`SHA256withRSA`), base64; certificate fetched from `PAYPAL-CERT-URL` on PayPal's API hosts only",
+        tolerance: "5m (default) around the transmission time",
+        id: "body `/id`",
+        kind: "body `/event_type`",
+        handshake: "—",
+        vector: "SDK test: paypal/PayPal-Java-SDK rest-api-sdk/src/test/java/com/paypal/base/ValidateCertTest.java (testValidEndpoint) with src/test/resources/clientCertTest.crt",
+        sdk: Sdk::NotRun(
+            "PayPal's current SDKs verify by calling PayPal's verify-webhook-signature API, which needs live credentials",
+        ),
+        published: true,
+    },
+    Coded {
+        name: "google-oidc",
+        provider: "Google-signed pushes (Pub/Sub push, Cloud Tasks, Eventarc)",
+        headers: "`Authorization: Bearer <ID token>`",
+        signed: "the token (RS256); the body is not signed",
+        algorithm: "RS256 JWT; key by `kid` from Google's JWK Set; `iss` Google, `aud` = `audience`, `email` = `email` with `email_verified`",
+        tolerance: "5m (default) clock skew around `iat` and `exp`",
+        id: "body `/message/messageId`, else SHA-256 of body (unsigned: duplicates told by the body)",
+        kind: "—",
+        handshake: "—",
+        vector: "no published vector verifies offline (Google's keys rotate); tokens signed with a test RSA key, as Google signs them (see google_oidc.rs, tests/it/keys.rs)",
+        sdk: Sdk::NotRun(
+            "google-auth-library verifyIdToken fetches Google's live keys, so a token signed for the check cannot pass it",
+        ),
+        published: false,
+    },
 ];
 
 fn loc(l: Option<Loc>) -> String {
@@ -364,7 +412,9 @@ pub(super) fn render() -> String {
          several `secrets` (rotation), dedupes on its event id and forwards only verified, \
          fresh requests. Header names are case-insensitive. Where a scheme signs the URL the \
          sender posts to, set `public_url` on the source to that URL exactly as configured at \
-         the sender. Public-key schemes take the provider's public key in `secrets`.\n\n\
+         the sender. Public-key schemes take the provider's public key in `secrets`, except \
+         `sns`, `paypal` and `google-oidc`, which take none: hookgate fetches the provider's \
+         key itself (docs/configuration.md).\n\n\
          The last column says where each known-answer test comes from: the provider's \
          documentation, its official SDK's tests, a shared standard's published vector, or — \
          where no published vector was found — an independent computation of the \
@@ -464,7 +514,7 @@ is the caller's own, nothing is forwarded, and events are accepted only under a 
 request, for the operator to paste back into Notion; hookgate would have to log it, so Notion is \
 not in the catalog.\n\
 - **Contentful** signs a canonical request (method, path, chosen headers); **Linear** puts its timestamp in the body; **Plaid** sends a JWT whose key must be fetched; \
-**PayPal** needs certificate retrieval; **Netlify** sends a JWS. These need code not written yet.\n\
+**Netlify** sends a JWS. These need code not written yet.\n\
 - **Mailgun** signs only the timestamp and token in the body's `signature` block, not the event: \
 hookgate checks that block and the window and dedupes on the event id, but cannot detect an altered \
 `event-data`. Only JSON webhooks are read (not the legacy form-encoded ones).\n\
@@ -508,7 +558,17 @@ parameters), which hookgate does not accept; `plivo` checks the V3 signature of 
 `sinch` checks HMAC-SHA256 (the default). Voice and Verification callbacks sign differently \
 (an `Authorization: Application …` header): use `sinch-voice`, whose `public_url` must be the \
 callback URL configured at Sinch (its path is signed). The application key in that header is \
-not compared; the signature proves the secret.\n";
+not compared; the signature proves the secret.\n\
+- **AWS SNS** raw message delivery sends the bare message with no signature: hookgate cannot \
+verify it (`missing_signature`); keep raw delivery off for an HTTP/S subscription behind \
+hookgate. `UnsubscribeConfirmation` is verified and forwarded; hookgate never unsubscribes.\n\
+- **PayPal** binds the body to its signature only by CRC-32, which is not a cryptographic \
+hash: whoever sees one delivery can make another body with the same CRC-32 and send it with \
+the same signed headers until the transmission time leaves the window. hookgate cannot detect \
+this; keep the window short.\n\
+- **Google-signed pushes**: the token signs the sender, not the body, and may be reused until \
+it expires (at most an hour); the body of a request carrying a stolen token is not checked. \
+Duplicates are told by the body's digest.\n";
 
 #[test]
 fn providers_md_is_current() {

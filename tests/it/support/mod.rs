@@ -4,6 +4,7 @@
 //! - [`hookgate`]: the real `hookgate` binary, spawned with a config file.
 //! - [`redis`]: a real `redis-server` (and cluster) on free ports.
 //! - [`prometheus`]: a real `prometheus` server scraping hookgate.
+//! - [`keyserver`]: an HTTPS key server with a test CA (provider keys).
 //!
 //! This module holds what they share: the HTTP client, responses, the config
 //! builder, the test sources with their secrets, and signing.
@@ -11,6 +12,7 @@
 #![allow(dead_code)] // each test file uses a different part of the helpers
 
 pub mod hookgate;
+pub mod keyserver;
 pub mod prometheus;
 pub mod raw_app;
 pub mod redis;
