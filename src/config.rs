@@ -328,6 +328,9 @@ pub struct Source {
     /// to have its challenge answered. Separate from `keys`: it travels in
     /// URLs.
     pub verify_token: Option<Secret>,
+    /// `[source.resign]`: the key (prepared for the scheme) every delivery's
+    /// signature headers are made with afresh, replacing the sender's.
+    pub resign: Option<Secret>,
 }
 
 impl Source {
@@ -1570,6 +1573,7 @@ fn build_sources(
                 max_in_flight: b.max_in_flight,
                 ordering: b.ordering,
                 verify_token: b.verify_token,
+                resign: b.resign,
             }),
             _ => out = None,
         }
@@ -1695,6 +1699,7 @@ struct SourceBody {
     max_in_flight: usize,
     ordering: Option<Ordering>,
     verify_token: Option<Secret>,
+    resign: Option<Secret>,
 }
 
 fn source_body(
@@ -1854,6 +1859,14 @@ fn source_body(
     let verify_token = verify_token(
         c,
         &field("verify_token"),
+        r,
+        scheme.as_ref(),
+        keys.as_deref(),
+        &mut secret_files,
+    );
+    let resign = resign(
+        c,
+        &field("resign"),
         r,
         scheme.as_ref(),
         keys.as_deref(),
@@ -2061,6 +2074,7 @@ fn source_body(
         max_in_flight: max_in_flight?,
         ordering: ordering?,
         verify_token: verify_token?,
+        resign: resign?,
     })
 }
 
@@ -2099,6 +2113,47 @@ fn verify_token(
         return None;
     }
     Some(Some(token))
+}
+
+/// `[source.resign]`: the secret every delivery is signed with afresh
+/// (default: the first of `secrets`), for schemes hookgate can sign.
+fn resign(
+    c: &mut Check<'_>,
+    field: &str,
+    r: &RawSource,
+    scheme: Option<&Scheme>,
+    keys: Option<&[Secret]>,
+    files: &mut Vec<PathBuf>,
+) -> Option<Option<Secret>> {
+    let Some(table) = &r.resign else {
+        return Some(None);
+    };
+    let scheme = scheme?;
+    if let Err(why) = scheme.resign_names() {
+        c.at(
+            table,
+            field,
+            format!(
+                "scheme \"{}\" cannot be re-signed by hookgate: {why}; remove [source.resign]",
+                scheme.name()
+            ),
+        );
+        return None;
+    }
+    match &table.get_ref().secret {
+        None => Some(keys?.first().cloned()),
+        Some(entry) => {
+            let secret_field = format!("{field}.secret");
+            let (secret, origin) = resolve_secret(c, entry, &secret_field, files)?;
+            match scheme.prepare_key(&secret) {
+                Ok(key) => Some(Some(key)),
+                Err(m) => {
+                    c.at(entry, &secret_field, format!("{origin}{m}"));
+                    None
+                }
+            }
+        }
+    }
 }
 
 const NOT_QUEUED: &str = "applies only to delivery = \"queue\"; with forward delivery \

@@ -36,6 +36,7 @@ use crate::metrics::Metrics;
 use crate::ordering::{Check, Gate};
 use crate::outcome::Body;
 use crate::store::{self, Claim, Store, keys};
+use crate::time::unix_now;
 
 /// The longest `Retry-After` honoured; a larger one is cut to this.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3600);
@@ -217,8 +218,8 @@ impl<'a> Steps<'a> {
         }
     }
 
-    /// Step 3: one attempt at the app with `event`'s stamp. Counts the
-    /// upstream metrics.
+    /// Step 3: one attempt at the app with `event`'s stamp, re-signed first
+    /// when the source has `[source.resign]`. Counts the upstream metrics.
     pub async fn attempt(
         &self,
         event: &Event<'_>,
@@ -226,6 +227,8 @@ impl<'a> Steps<'a> {
         body: Bytes,
         peer: Option<IpAddr>,
     ) -> Attempted {
+        let resigned = self.resigned(event, parts, &body);
+        let parts = resigned.as_ref().unwrap_or(parts);
         let started = Instant::now();
         let answer = self
             .forwarder
@@ -255,6 +258,37 @@ impl<'a> Steps<'a> {
             }
         };
         Attempted { attempt, answer }
+    }
+
+    /// The request with the scheme's signature headers made afresh at this
+    /// moment with the source's resign key; `None` when the source has none.
+    fn resigned(
+        &self,
+        event: &Event<'_>,
+        parts: &http::request::Parts,
+        body: &[u8],
+    ) -> Option<http::request::Parts> {
+        let source = self
+            .config
+            .sources
+            .iter()
+            .find(|s| s.name == event.source)?;
+        let key = source.resign.as_ref()?;
+        let mut headers = parts.headers.clone();
+        if let Err(why) = source
+            .scheme
+            .resign(key, &mut headers, body, event.event_id, unix_now())
+        {
+            // The config refuses [source.resign] where this can happen.
+            tracing::warn!(source = %event.source, event_id = %event.event_id, reason = why, "delivery not re-signed");
+            return None;
+        }
+        let mut request = http::Request::new(());
+        *request.method_mut() = parts.method.clone();
+        *request.uri_mut() = parts.uri.clone();
+        *request.version_mut() = parts.version;
+        *request.headers_mut() = headers;
+        Some(request.into_parts().0)
     }
 
     /// Step 4 after a 2xx: the stored version moves to this event's, then

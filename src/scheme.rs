@@ -31,6 +31,7 @@ mod metronome;
 mod msgraph;
 mod paypal;
 mod plivo;
+mod resign;
 mod sendgrid;
 mod shopify;
 mod sinch_voice;

@@ -99,6 +99,7 @@ pub(super) struct RawSource {
     pub generic: Option<Spanned<RawGeneric>>,
     pub public_url: Option<Spanned<String>>,
     pub verify_token: Option<Spanned<RawSecret>>,
+    pub resign: Option<Spanned<RawResign>>,
     /// `sns`: the topics accepted, and whether to confirm subscriptions.
     pub topic_arns: Option<Spanned<Vec<Spanned<String>>>>,
     pub confirm_subscription: Option<Spanned<bool>>,
@@ -108,6 +109,13 @@ pub(super) struct RawSource {
     pub audience: Option<Spanned<String>>,
     pub email: Option<Spanned<String>>,
     pub keys: Option<Spanned<RawKeys>>,
+}
+
+/// `[source.resign]`: deliveries carry fresh signature headers.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawResign {
+    pub secret: Option<Spanned<RawSecret>>,
 }
 
 /// `[source.keys]`: where provider keys may come from besides the provider.

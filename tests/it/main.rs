@@ -12,6 +12,7 @@
 //! - `store`: the store backends against a real Redis.
 //! - `admin`: `/healthz`, `/readyz`, `/metrics`.
 //! - `cli`: `check`, `sign`, `run` with `$HOOKGATE_CONFIG`.
+//! - `resign`: `[source.resign]` in front of an app that checks Stripe signatures itself.
 //! - `reload`: SIGHUP, refused configs, rotated secret files.
 //! - `observe`: `verification = "observe"`: failures forwarded unstamped and marked.
 //! - `logs`: request log lines, secrets never printed.
@@ -58,6 +59,7 @@ mod properties;
 mod queue;
 mod redis_store;
 mod reload;
+mod resign;
 mod rotation;
 mod schemes;
 mod secrets;
