@@ -268,17 +268,18 @@ impl Generic {
         Ok(())
     }
 
-    /// `value` without the signature prefix, matched in ASCII case-insensitive
-    /// comparison (`Bearer ` is an auth scheme, case-insensitive by RFC 9110
-    /// §11.1; `sha256=` and `v1=` are never sent in two cases).
+    /// `value` without the signature prefix. A token's prefix is an auth
+    /// scheme (`Bearer `, `Basic `), matched in any case as RFC 9110 §11.1
+    /// says; a signature's prefix (`sha256=`, `v1,`) is matched exactly.
     fn strip<'a>(&self, value: &'a [u8]) -> Option<&'a [u8]> {
         match &self.signature_prefix {
-            Some(prefix) => {
+            Some(prefix) if self.algorithm == Algorithm::Token => {
                 let prefix = prefix.as_bytes();
                 let head = value.get(..prefix.len())?;
                 head.eq_ignore_ascii_case(prefix)
                     .then(|| &value[prefix.len()..])
             }
+            Some(prefix) => value.strip_prefix(prefix.as_bytes()),
             None => Some(value),
         }
     }
