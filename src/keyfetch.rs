@@ -659,7 +659,7 @@ mod tests {
     }
 
     /// A test-only RSA key (tests/it/fixtures), the kind providers sign with.
-    pub(crate) const TEST_KEY: &str = include_str!("../tests/it/fixtures/provider-key-a.pem");
+    pub(crate) const TEST_KEY: &str = include_str!("scheme/fixtures/provider-key-a.pem");
 
     #[test]
     fn certificates_give_their_rsa_key_and_validity() {

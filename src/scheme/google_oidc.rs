@@ -183,8 +183,8 @@ pub(crate) mod tests {
     // No published token verifies offline (Google's keys rotate and its
     // samples are not signed tokens), so these are signed here with a test
     // key, the way Google signs: RS256, its header and claims.
-    const KEY_A: &str = include_str!("../../tests/it/fixtures/provider-key-a.pem");
-    const KEY_B: &str = include_str!("../../tests/it/fixtures/provider-key-b.pem");
+    const KEY_A: &str = include_str!("fixtures/provider-key-a.pem");
+    const KEY_B: &str = include_str!("fixtures/provider-key-b.pem");
     const NOW: i64 = 1_700_000_000;
     const TOLERANCE: Duration = Duration::from_secs(300);
 

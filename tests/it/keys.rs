@@ -20,8 +20,8 @@ use crate::support::keyserver::{KeyServer, Route};
 use crate::support::{ConfigBuilder, Hookgate, Upstream, eventually, headers, http, now};
 use http::Method;
 
-const KEY_A: &str = include_str!("fixtures/provider-key-a.pem");
-const KEY_B: &str = include_str!("fixtures/provider-key-b.pem");
+const KEY_A: &str = include_str!("../../src/scheme/fixtures/provider-key-a.pem");
+const KEY_B: &str = include_str!("../../src/scheme/fixtures/provider-key-b.pem");
 
 fn pair(pem: &str) -> RsaKeyPair {
     let der = PrivateKeyDer::from_pem_slice(pem.as_bytes()).expect("a PKCS#8 test key");
