@@ -12,58 +12,6 @@ use crate::scheme::{
 
 const DEFAULT_SIGNED_PAYLOAD: &str = "{body}";
 
-/// Which placeholders a signed-payload template uses.
-struct Placeholders {
-    id: bool,
-    timestamp: bool,
-    url: bool,
-}
-
-fn parse_template(t: &str) -> Result<Placeholders, String> {
-    let mut found = Placeholders {
-        id: false,
-        timestamp: false,
-        url: false,
-    };
-    let mut bodies = 0;
-    let mut rest = t;
-    while let Some(i) = rest.find(['{', '}']) {
-        if rest[i..].starts_with('}') {
-            return Err(format!("\"{t}\" has a }} without a matching {{"));
-        }
-        let after = &rest[i + 1..];
-        let Some(end) = after.find('}') else {
-            return Err(format!("\"{t}\" has a {{ without a matching }}"));
-        };
-        match &after[..end] {
-            "id" => found.id = true,
-            "timestamp" => found.timestamp = true,
-            "body" => bodies += 1,
-            "url" => found.url = true,
-            other => match other.strip_prefix("header:") {
-                Some(name) if HeaderName::from_bytes(name.as_bytes()).is_ok() => {}
-                Some(name) => {
-                    return Err(format!(
-                        "\"{t}\" uses {{header:{name}}}, but \"{name}\" is not a valid header name"
-                    ));
-                }
-                None => {
-                    return Err(format!(
-                        "\"{t}\" uses {{{other}}}; only {{id}}, {{timestamp}}, {{body}}, {{url}} \
-                         and {{header:Name}} are allowed"
-                    ));
-                }
-            },
-        }
-        rest = &after[end + 1..];
-    }
-    match bodies {
-        0 => Err(format!("\"{t}\" must contain {{body}}")),
-        1 => Ok(found),
-        _ => Err(format!("\"{t}\" contains {{body}} more than once")),
-    }
-}
-
 /// A string key that may be absent but, when given, must not be empty.
 fn non_empty(
     c: &mut Check<'_>,
@@ -146,7 +94,7 @@ pub(super) fn build_generic(
     let encoding = if is_token {
         c.word(g.encoding.as_ref(), &enc, &encodings, Some(Encoding::Hex))
     } else {
-        c.required(&g.encoding, table, &enc)
+        c.required(&g.encoding, table.clone(), &enc)
             .and_then(|v| c.word(Some(v), &enc, &encodings, None))
     };
     let timestamp_format = c.word(
@@ -170,30 +118,23 @@ pub(super) fn build_generic(
         Some(SecretEncoding::Raw),
     );
     let sp = field("signed_payload");
-    let (signed_payload, placeholders) = match &g.signed_payload {
-        None if c.poisoned.contains(&sp) => (None, None),
+    let signed_payload = match &g.signed_payload {
+        None if c.poisoned.contains(&sp) => None,
         Some(v) if is_token => {
             c.at(
                 v,
                 &sp,
                 "does not apply: with algorithm = \"token\" the header carries the secret and nothing is signed",
             );
-            (None, None)
+            None
         }
-        None if is_token => (Some(String::new()), None),
-        None => (
-            Some(DEFAULT_SIGNED_PAYLOAD.to_owned()),
-            Some(Placeholders {
-                id: false,
-                timestamp: false,
-                url: false,
-            }),
-        ),
-        Some(v) => match parse_template(v.get_ref()) {
-            Ok(p) => (Some(v.get_ref().clone()), Some(p)),
+        None if is_token => Some(String::new()),
+        None => Some(DEFAULT_SIGNED_PAYLOAD.to_owned()),
+        Some(v) => match Generic::parse_template(v.get_ref()) {
+            Ok(_) => Some(v.get_ref().clone()),
             Err(m) => {
                 c.at(v, &sp, m);
-                (None, None)
+                None
             }
         },
     };
@@ -205,105 +146,72 @@ pub(super) fn build_generic(
     let event_id = locator(c, g.event_id.as_ref(), &field("event_id"));
     let event_type = locator(c, g.event_type.as_ref(), &field("event_type"));
 
-    // A delimiter made of signature characters would cut every signature
-    // apart: refuse it here rather than fail every request.
-    if let (Some(v), Some(enc)) = (&g.signature_delimiter, encoding) {
-        let in_alphabet = |ch: char| match enc {
-            Encoding::Hex => ch.is_ascii_hexdigit(),
-            Encoding::Base64 => ch.is_ascii_alphanumeric() || matches!(ch, '+' | '/' | '='),
-            Encoding::Base64Url => ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '='),
+    // The shape rules are the scheme's own (`Generic::flaws`, which presets
+    // pass too). They read the table as far as it could be read; each
+    // problem is put on the key at fault.
+    let mut unknown = Vec::new();
+    if encoding.is_none() {
+        unknown.push("encoding");
+    }
+    for key in ["timestamp_header", "timestamp_key"] {
+        if c.poisoned.contains(&field(key)) {
+            unknown.push(key);
+        }
+    }
+    if g.signed_payload.is_none() && c.poisoned.contains(&sp) {
+        unknown.push("signed_payload");
+    }
+    let seen_event_id = match g.event_id.as_ref().map(Spanned::get_ref) {
+        None => {
+            if c.poisoned.contains(&field("event_id")) {
+                unknown.push("event_id");
+            }
+            None
+        }
+        Some(RawLocator::Pointer(p)) => Some(Locator::Pointer(p.clone())),
+        Some(_) => match &event_id {
+            Some(Some(l)) => Some(l.clone()),
+            _ => {
+                unknown.push("event_id");
+                None
+            }
+        },
+    };
+    let seen = Generic {
+        signature_delimiter: g.signature_delimiter.as_ref().map(|v| v.get_ref().clone()),
+        signature_key: g.signature_key.as_ref().map(|v| v.get_ref().clone()),
+        timestamp_key: g.timestamp_key.as_ref().map(|v| v.get_ref().clone()),
+        // The rules ask only whether a timestamp header is named; one whose
+        // name was refused above still is.
+        timestamp_header: g
+            .timestamp_header
+            .as_ref()
+            .map(|_| match &timestamp_header {
+                Some(Some(h)) => h.clone(),
+                _ => HeaderName::from_static("timestamp"),
+            }),
+        // An unknown algorithm is read as HMAC, as `encoding` is above.
+        algorithm: algorithm.unwrap_or(Algorithm::Sha256),
+        encoding: encoding.unwrap_or(Encoding::Hex),
+        signed_payload: g
+            .signed_payload
+            .as_ref()
+            .map_or(DEFAULT_SIGNED_PAYLOAD, |v| v.get_ref())
+            .to_owned(),
+        event_id: seen_event_id,
+        ..Generic::new(HeaderName::from_static("signature"), Encoding::Hex)
+    };
+    for (key, message) in seen.flaws(&unknown) {
+        let span = match key {
+            "signature_delimiter" => g.signature_delimiter.as_ref().map(Spanned::span),
+            "signature_key" => g.signature_key.as_ref().map(Spanned::span),
+            "timestamp_key" => g.timestamp_key.as_ref().map(Spanned::span),
+            "timestamp_header" => g.timestamp_header.as_ref().map(Spanned::span),
+            "signed_payload" => g.signed_payload.as_ref().map(Spanned::span),
+            "event_id" => g.event_id.as_ref().map(Spanned::span),
+            _ => table.clone(),
         };
-        if v.get_ref().chars().all(in_alphabet) && !v.get_ref().is_empty() {
-            c.at(
-                v,
-                &field("signature_delimiter"),
-                "is made of characters a signature itself uses; pick a separator such as \",\" or \" \"",
-            );
-        }
-    }
-    // Cross-checks between the list keys.
-    if let (Some(v), None) = (&g.signature_key, &g.signature_delimiter) {
-        c.at(
-            v,
-            &field("signature_key"),
-            "needs signature_delimiter: a key=value list has several entries",
-        );
-    }
-    if let Some(v) = &g.timestamp_key {
-        if g.signature_key.is_none() {
-            c.at(
-                v,
-                &field("timestamp_key"),
-                "needs signature_key: the timestamp is an entry of a key=value list",
-            );
-        }
-        if g.timestamp_header.is_some() {
-            c.at(
-                v,
-                &field("timestamp_key"),
-                "and timestamp_header both name the timestamp; keep one",
-            );
-        }
-    }
-    if is_token {
-        for (v, k) in [
-            (&g.timestamp_header, "timestamp_header"),
-            (&g.timestamp_key, "timestamp_key"),
-        ] {
-            if let Some(v) = v {
-                c.at(
-                    v,
-                    &field(k),
-                    "does not apply: a token signs nothing, so no timestamp is signed",
-                );
-            }
-        }
-    }
-    // Cross-checks between the template and where values come from.
-    let has_ts_source = g.timestamp_header.is_some() || g.timestamp_key.is_some();
-    let ts_poisoned = c.poisoned.contains(&th) || c.poisoned.contains(&field("timestamp_key"));
-    if let Some(p) = &placeholders {
-        let payload_span = g.signed_payload.as_ref().map(|v| v.span());
-        if p.timestamp && !has_ts_source && !ts_poisoned {
-            c.push(
-                payload_span.clone(),
-                &sp,
-                "uses {timestamp} but neither generic.timestamp_header nor generic.timestamp_key is set",
-            );
-        }
-        if !p.timestamp {
-            for (v, k) in [
-                (&g.timestamp_header, "timestamp_header"),
-                (&g.timestamp_key, "timestamp_key"),
-            ] {
-                if let Some(v) = v {
-                    c.at(
-                        v,
-                        &field(k),
-                        "is set but signed_payload has no {timestamp}: an unsigned timestamp \
-                         proves nothing, so it cannot bound replays",
-                    );
-                }
-            }
-        }
-        if p.id {
-            match &g.event_id {
-                Some(v) if matches!(v.get_ref(), RawLocator::Pointer(_)) => c.at(
-                    v,
-                    &field("event_id"),
-                    "{id} in signed_payload needs the id from a header: \
-                     { header = \"…\" } (the body is only read after the signature is verified)",
-                ),
-                Some(_) => {}
-                None if c.poisoned.contains(&field("event_id")) => {}
-                None => c.push(
-                    payload_span,
-                    &sp,
-                    "uses {id} but generic.event_id is not set; {id} needs \
-                     event_id = { header = \"…\" }",
-                ),
-            }
-        }
+        c.push(span, &field(key), message);
     }
 
     Some(Generic {
