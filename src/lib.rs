@@ -4,7 +4,11 @@
 //!
 //! The modules follow a request's path:
 //!
-//! - [`config`]: the TOML file, validated into runtime types (secrets resolved).
+//! - [`config`]: the TOML file, validated into runtime types (secrets resolved);
+//!   one room per table under `config/`: `server` (`[server]`, `[admin]`),
+//!   `store`, `source` (`[[source]]`), `generic` (`[source.generic]`), `keys`
+//!   (provider-key options, `[source.keys]`), with `raw` (the serde structs) and `check` (the
+//!   collector that records every problem with its line and field) below them.
 //! - [`route`]: the longest path prefix picks the `[[source]]`.
 //! - [`scheme`]: each sender's signature scheme; produces [`scheme::Verified`].
 //! - [`keyfetch`]: keys that come from the provider (SNS and PayPal

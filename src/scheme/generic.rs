@@ -41,7 +41,7 @@ use sha2::{Digest as _, Sha256};
 
 use super::hmac;
 use super::json::{self, Field, json_fields};
-use super::{Algorithm, Error, Generic, Locator, SecretEncoding, Verified};
+use super::{Algorithm, Encoding, Error, Generic, Locator, SecretEncoding, Verified};
 use crate::secret::Secret;
 
 /// Longest signature header value considered; longer ones are malformed
@@ -110,6 +110,25 @@ fn header<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Option<&'a [u8]> {
     headers.get(name).map(|v| v.as_bytes())
 }
 
+/// Which placeholders a valid signed-payload template uses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Placeholders {
+    pub id: bool,
+    pub timestamp: bool,
+    pub url: bool,
+}
+
+impl Encoding {
+    /// Whether a signature in this encoding may contain `ch`.
+    fn alphabet_has(self, ch: char) -> bool {
+        match self {
+            Encoding::Hex => ch.is_ascii_hexdigit(),
+            Encoding::Base64 => ch.is_ascii_alphanumeric() || matches!(ch, '+' | '/' | '='),
+            Encoding::Base64Url => ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '='),
+        }
+    }
+}
+
 /// What the signature header(s) of a request hold.
 struct Parsed<'a> {
     candidates: Vec<Vec<u8>>,
@@ -124,49 +143,164 @@ impl Generic {
     }
 
     /// Problems that would make every request to this sender fail, or make
-    /// its signature meaningless. Config reports its own, with lines; this is
-    /// the same rule set for presets, checked by the catalog's tests.
+    /// its signature meaningless: the template's syntax, then the shape rules
+    /// of [`Generic::flaws`], then `{url}` without a public URL (which config
+    /// checks on the source, where `public_url` is). Presets are checked with
+    /// it by the catalog's tests.
     pub fn validate(&self) -> Result<(), String> {
-        let pieces = pieces(&self.signed_payload);
-        if self.algorithm == Algorithm::Token {
-            if self.signs_timestamp() {
-                return Err("a token signs nothing, so no timestamp can be signed".into());
+        if self.algorithm != Algorithm::Token {
+            let placeholders = Generic::parse_template(&self.signed_payload)?;
+            if placeholders.url && self.public_url.is_none() {
+                return Err("signed_payload uses {url}, which needs public_url".into());
             }
-            return Ok(());
         }
-        if !pieces.contains(&Piece::Body) {
-            return Err(
-                "signed_payload must contain {body}: otherwise the body is not signed".into(),
-            );
+        match self.flaws(&[]).first() {
+            Some((key, message)) => Err(format!("{key}: {message}")),
+            None => Ok(()),
         }
-        if self.timestamp_header.is_some() && self.timestamp_key.is_some() {
-            return Err("timestamp_header and timestamp_key are exclusive".into());
+    }
+
+    /// The `signed_payload` rules: `{body}` exactly once, no other
+    /// placeholder than `{id}`, `{timestamp}`, `{url}` and `{header:Name}`,
+    /// and no stray brace. Stricter than [`pieces`], which signs whatever it
+    /// does not recognise as written.
+    pub fn parse_template(t: &str) -> Result<Placeholders, String> {
+        let mut found = Placeholders::default();
+        let mut bodies = 0;
+        let mut rest = t;
+        while let Some(i) = rest.find(['{', '}']) {
+            if rest[i..].starts_with('}') {
+                return Err(format!("\"{t}\" has a }} without a matching {{"));
+            }
+            let after = &rest[i + 1..];
+            let Some(end) = after.find('}') else {
+                return Err(format!("\"{t}\" has a {{ without a matching }}"));
+            };
+            match &after[..end] {
+                "id" => found.id = true,
+                "timestamp" => found.timestamp = true,
+                "body" => bodies += 1,
+                "url" => found.url = true,
+                other => match other.strip_prefix("header:") {
+                    Some(name) if HeaderName::from_bytes(name.as_bytes()).is_ok() => {}
+                    Some(name) => {
+                        return Err(format!(
+                            "\"{t}\" uses {{header:{name}}}, but \"{name}\" is not a valid header name"
+                        ));
+                    }
+                    None => {
+                        return Err(format!(
+                            "\"{t}\" uses {{{other}}}; only {{id}}, {{timestamp}}, {{body}}, {{url}} \
+                             and {{header:Name}} are allowed"
+                        ));
+                    }
+                },
+            }
+            rest = &after[end + 1..];
         }
-        if self.timestamp_key.is_some() && self.signature_key.is_none() {
-            return Err("timestamp_key needs signature_key (a key=value list)".into());
+        match bodies {
+            0 => Err(format!("\"{t}\" must contain {{body}}")),
+            1 => Ok(found),
+            _ => Err(format!("\"{t}\" contains {{body}} more than once")),
         }
+    }
+
+    /// The shape rules: every way the parts of this description contradict
+    /// each other, as `(key, message)` with the `[source.generic]` key at
+    /// fault, in a fixed order. One rule set for `[source.generic]` and for
+    /// presets ([`Generic::validate`]).
+    ///
+    /// `unknown` names keys whose value could not be read (reported where it
+    /// was read): no rule speaks about them. An invalid `signed_payload` is
+    /// unknown too; its syntax is [`Generic::parse_template`]'s to report.
+    pub fn flaws(&self, unknown: &[&str]) -> Vec<(&'static str, &'static str)> {
+        let known = |key: &str| !unknown.contains(&key);
+        let mut out = Vec::new();
+        // A delimiter made of signature characters would cut every signature
+        // apart: refuse it rather than fail every request.
+        if let Some(d) = &self.signature_delimiter
+            && known("encoding")
+            && !d.is_empty()
+            && d.chars().all(|ch| self.encoding.alphabet_has(ch))
+        {
+            out.push((
+                "signature_delimiter",
+                "is made of characters a signature itself uses; pick a separator such as \",\" or \" \"",
+            ));
+        }
+        // Between the list keys.
         if self.signature_key.is_some() && self.signature_delimiter.is_none() {
-            return Err("signature_key needs signature_delimiter".into());
+            out.push((
+                "signature_key",
+                "needs signature_delimiter: a key=value list has several entries",
+            ));
         }
-        let has_timestamp = pieces.contains(&Piece::Timestamp);
-        if has_timestamp != self.signs_timestamp() {
-            return Err(if has_timestamp {
-                "signed_payload uses {timestamp} but no timestamp is configured".into()
-            } else {
-                "a timestamp is configured but signed_payload has no {timestamp}: \
-                 the replay window would rest on an unsigned value"
-                    .into()
-            });
+        if self.timestamp_key.is_some() {
+            if self.signature_key.is_none() {
+                out.push((
+                    "timestamp_key",
+                    "needs signature_key: the timestamp is an entry of a key=value list",
+                ));
+            }
+            if self.timestamp_header.is_some() {
+                out.push((
+                    "timestamp_key",
+                    "and timestamp_header both name the timestamp; keep one",
+                ));
+            }
         }
-        if pieces.contains(&Piece::Id) && !matches!(self.event_id, Some(Locator::Header(_))) {
-            return Err(
-                "signed_payload uses {id}, which needs event_id = { header = \"…\" }".into(),
-            );
+        let timestamps = [
+            ("timestamp_header", self.timestamp_header.is_some()),
+            ("timestamp_key", self.timestamp_key.is_some()),
+        ];
+        if self.algorithm == Algorithm::Token {
+            for (key, _) in timestamps.into_iter().filter(|(_, set)| *set) {
+                out.push((
+                    key,
+                    "does not apply: a token signs nothing, so no timestamp is signed",
+                ));
+            }
+            return out;
         }
-        if pieces.contains(&Piece::Url) && self.public_url.is_none() {
-            return Err("signed_payload uses {url}, which needs public_url".into());
+        // Between the template and where its values come from.
+        if !known("signed_payload") {
+            return out;
         }
-        Ok(())
+        let Ok(p) = Generic::parse_template(&self.signed_payload) else {
+            return out;
+        };
+        let has_timestamp = timestamps.iter().any(|(_, set)| *set);
+        if p.timestamp && !has_timestamp && known("timestamp_header") && known("timestamp_key") {
+            out.push((
+                "signed_payload",
+                "uses {timestamp} but neither generic.timestamp_header nor generic.timestamp_key is set",
+            ));
+        }
+        if !p.timestamp {
+            for (key, _) in timestamps.into_iter().filter(|(_, set)| *set) {
+                out.push((
+                    key,
+                    "is set but signed_payload has no {timestamp}: an unsigned timestamp \
+                     proves nothing, so it cannot bound replays",
+                ));
+            }
+        }
+        if p.id && known("event_id") {
+            match &self.event_id {
+                Some(Locator::Pointer(_)) => out.push((
+                    "event_id",
+                    "{id} in signed_payload needs the id from a header: \
+                     { header = \"…\" } (the body is only read after the signature is verified)",
+                )),
+                Some(Locator::Header(_)) => {}
+                None => out.push((
+                    "signed_payload",
+                    "uses {id} but generic.event_id is not set; {id} needs \
+                     event_id = { header = \"…\" }",
+                )),
+            }
+        }
+        out
     }
 
     /// The key bytes for a configured secret: the prefix stripped when
@@ -824,6 +958,30 @@ mod tests {
         ] {
             assert!(g.validate().is_err(), "{g:?}");
         }
+    }
+
+    #[test]
+    fn validate_speaks_the_shape_rules_of_config() {
+        // The rule config reports on `[source.generic]` holds for presets too.
+        let cut = Generic {
+            signature_delimiter: Some("a".into()),
+            ..github_like()
+        };
+        assert_eq!(
+            cut.validate(),
+            Err(
+                "signature_delimiter: is made of characters a signature itself uses; \
+                 pick a separator such as \",\" or \" \""
+                    .to_owned()
+            )
+        );
+        let key_without_list = Generic {
+            signature_key: Some("v1".into()),
+            ..github_like()
+        };
+        assert!(key_without_list.validate().is_err());
+        // An unknown encoding silences the rule that needs it.
+        assert_eq!(cut.flaws(&["encoding"]), vec![]);
     }
 
     #[test]

@@ -63,29 +63,14 @@ fn block_key(key: &[u8]) -> [u8; BLOCK_LEN] {
 }
 
 /// The index of the first key whose tag over `parts` equals any of
-/// `candidates`, or [`Error::InvalidSignature`].
-///
-/// The tag is computed once per key; every key is compared against every
-/// candidate with [`ConstantTimeEq`], so the time taken depends only on how
-/// many keys and candidates there are, not on how many bytes of a forged
-/// signature happen to be right.
+/// `candidates`, or [`Error::InvalidSignature`]; compared as [`match_with`]
+/// compares.
 pub(crate) fn match_key(
     keys: &[Secret],
     parts: &[&[u8]],
     candidates: &[Tag],
 ) -> Result<usize, Error> {
-    let mut matched = None;
-    for (index, key) in keys.iter().enumerate() {
-        let expected = tag(key.expose(), parts);
-        let mut hit = Choice::from(0);
-        for candidate in candidates {
-            hit |= expected.as_slice().ct_eq(candidate.as_slice());
-        }
-        if bool::from(hit) && matched.is_none() {
-            matched = Some(index);
-        }
-    }
-    matched.ok_or(Error::InvalidSignature)
+    match_with(keys, |key| tag(key.expose(), parts), candidates)
 }
 
 /// The index of the first public key in `keys` under which `signature`
@@ -226,18 +211,23 @@ pub(crate) fn mac(algorithm: Algorithm, key: &[u8], parts: &[&[u8]]) -> Vec<u8> 
 }
 
 /// The index of the first key for which `expected(key)` equals any of
-/// `candidates`, compared in constant time (see [`match_key`]).
-pub(crate) fn match_with(
+/// `candidates`, or [`Error::InvalidSignature`].
+///
+/// The expected value is computed once per key; every key is compared
+/// against every candidate with [`ConstantTimeEq`], so the time taken
+/// depends only on how many keys and candidates there are, not on how many
+/// bytes of a forged signature happen to be right.
+pub(crate) fn match_with<E: AsRef<[u8]>, C: AsRef<[u8]>>(
     keys: &[Secret],
-    expected: impl Fn(&Secret) -> Vec<u8>,
-    candidates: &[Vec<u8>],
+    expected: impl Fn(&Secret) -> E,
+    candidates: &[C],
 ) -> Result<usize, Error> {
     let mut matched = None;
     for (index, key) in keys.iter().enumerate() {
         let want = expected(key);
         let mut hit = Choice::from(0);
         for candidate in candidates {
-            hit |= want.as_slice().ct_eq(candidate.as_slice());
+            hit |= want.as_ref().ct_eq(candidate.as_ref());
         }
         if bool::from(hit) && matched.is_none() {
             matched = Some(index);
