@@ -167,7 +167,7 @@ def main():
             if vals:
                 per_round.append("| %s | %s | %s |" % (mode, LABEL[t], " / ".join(vals)))
 
-    # Targets of issue 6 that the load run can decide.
+    # The targets in docs/performance.md that the load run can decide.
     checks = []
     def check(name, value, ok, shown):
         checks.append("| %s | %s | %s |" % (name, shown, "met" if ok else "**missed**"))
@@ -256,7 +256,7 @@ def main():
         out.append("")
         out.extend(mem_lines)
         out.append("")
-    out.append("| target (issue 6) | measured | |")
+    out.append("| target | measured | |")
     out.append("|---|---:|---|")
     out.extend(checks)
     if problems:
