@@ -16,8 +16,6 @@
 //!    `/webhooks/stripe` owns `/Webhooks/Stripe`, `/webhooks/stripe/x` and
 //!    `/webhooks/stripe.json`, never `/webhooks/stripe-test`.
 
-use crate::config::Source;
-
 /// Why a request target is not in canonical form (the `bad_request` row).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum NotCanonical {
@@ -179,11 +177,9 @@ pub struct Router {
 }
 
 impl Router {
-    pub fn new(sources: &[Source]) -> Self {
-        Self::from_paths(sources.iter().map(|s| s.path.as_str()))
-    }
-
-    fn from_paths<'a>(paths: impl Iterator<Item = &'a str>) -> Self {
+    /// A router over the sources' paths, in config order (the index of a
+    /// path is its source's index).
+    pub fn new<'a>(paths: impl Iterator<Item = &'a str>) -> Self {
         let mut by_length: Vec<(String, usize)> =
             paths.enumerate().map(|(i, p)| (p.to_owned(), i)).collect();
         by_length.sort_by_key(|(path, _)| std::cmp::Reverse(path.len()));
@@ -276,7 +272,7 @@ mod tests {
     }
 
     fn router(paths: &[&str]) -> Router {
-        Router::from_paths(paths.iter().copied())
+        Router::new(paths.iter().copied())
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub struct Runtime {
 
 impl Runtime {
     pub fn new(config: Config) -> Self {
-        let router = Router::new(&config.sources);
+        let router = Router::new(config.sources.iter().map(|s| s.path.as_str()));
         Runtime { config, router }
     }
 }
