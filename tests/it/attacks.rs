@@ -449,6 +449,29 @@ async fn try_event(gate: &Hookgate, stripe: &SourceSpec, id: &str) -> Option<u16
     }
 }
 
+/// Sends fresh signed events (ids `{prefix}_1`, `_2`, …) until one is not
+/// refused as `overloaded`; its status. Fails once `within` has passed.
+async fn first_event_through(
+    gate: &Hookgate,
+    stripe: &SourceSpec,
+    prefix: &str,
+    within: Duration,
+) -> u16 {
+    let started = Instant::now();
+    for n in 1.. {
+        if let Some(status) = try_event(gate, stripe, &format!("{prefix}_{n}")).await {
+            return status;
+        }
+        assert!(
+            started.elapsed() < within,
+            "slots still held after {:?}",
+            started.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    unreachable!("the loop returns or fails")
+}
+
 #[tokio::test]
 async fn idle_h2_connections_give_their_slots_back() {
     let app = RawApp::start(|_| Scripted::status(200)).await;
@@ -483,20 +506,7 @@ async fn idle_h2_connections_give_their_slots_back() {
     );
     // The idle connections are closed by hookgate (GOAWAY), and a signed
     // event gets through again.
-    let started = Instant::now();
-    let mut n = 0;
-    let status = loop {
-        n += 1;
-        if let Some(status) = try_event(&gate, &stripe, &format!("evt_h2_after_{n}")).await {
-            break status;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "slots still held after {:?}",
-            started.elapsed()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let status = first_event_through(&gate, &stripe, "evt_h2_after", Duration::from_secs(10)).await;
     assert_eq!(status, 200);
     for (_, driver) in held {
         tokio::time::timeout(WAIT, driver)
@@ -541,20 +551,8 @@ async fn a_client_that_never_reads_its_answers_is_cut_off() {
     }
     stuck.write_all(&pipelined).await.expect("write requests");
     let _ = wait_requests(&app, 2).await;
-    let started = Instant::now();
-    let mut n = 0;
-    let status = loop {
-        n += 1;
-        if let Some(status) = try_event(&gate, &stripe, &format!("evt_after_stall_{n}")).await {
-            break status;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(15),
-            "the slot is still held after {:?}",
-            started.elapsed()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let status =
+        first_event_through(&gate, &stripe, "evt_after_stall", Duration::from_secs(15)).await;
     assert_eq!(status, 200);
     drop(stuck);
 }
