@@ -9,22 +9,30 @@
 //!   `store`, `source` (`[[source]]`), `generic` (`[source.generic]`), `keys`
 //!   (provider-key options, `[source.keys]`), with `raw` (the serde structs) and `check` (the
 //!   collector that records every problem with its line and field) below them.
-//! - [`route`]: the longest path prefix picks the `[[source]]`.
+//! - [`route`]: only canonical targets are routed; the longest source path
+//!   the path belongs to (case-insensitive, `.suffix` allowed) picks the `[[source]]`.
 //! - [`scheme`]: each sender's signature scheme; produces [`scheme::Verified`].
 //! - [`keyfetch`]: keys that come from the provider (SNS and PayPal
 //!   certificates, Google's JWKS), fetched over HTTPS and cached.
-//! - [`store`]: the nonce store (memory or Redis) that turns retries into duplicates.
+//! - [`store`]: the nonce store (memory, Redis, Sentinel or Cluster) that turns
+//!   retries into duplicates; `store::keys` holds the whole key layout.
 //! - [`ordering`]: the version gate: never older than what the app accepted.
+//! - [`delivery`]: the life of a claimed event, written once: claim, gate,
+//!   attempt (re-signed when the source asks), commit or release; forward
+//!   mode, the queue workers and replays all call it.
 //! - [`forward`]: the keep-alive HTTP/1.1 client to the app, header hygiene, timeouts.
-//! - [`queue`]: queue delivery: the durable stream, workers, retries.
+//! - [`envelope`]: a verified request as kept for later (queue, dead letters).
+//! - [`queue`]: queue delivery: the durable stream and its workers.
 //! - [`dlq`]: dead letters: what the app could not take, and replay.
 //! - [`pipeline`]: the DESIGN §3 order, top to bottom, ending in one [`outcome::Outcome`].
 //! - [`outcome`]: one variant per status-table row; the only place statuses are chosen.
 //! - [`admin`]: `/healthz`, `/readyz`, `/metrics`, and `/dlq` behind a token.
 //!
 //! Around them: [`cli`] (the command line), [`log`] (buffered log output),
-//! [`server`] (accept loop and drain),
-//! [`state`] (what requests share, swapped on reload), [`reload`], [`metrics`].
+//! [`server`] (accept loop, connection lifetimes and drain),
+//! [`state`] (what requests share, swapped on reload), [`reload`], [`metrics`];
+//! below every module, the shared words: [`secret`] (values that never
+//! print) and [`time`] (the one RFC 3339 and HTTP-date parser, the clock).
 #![forbid(unsafe_code)]
 
 pub mod admin;
