@@ -878,3 +878,40 @@ async fn a_flood_on_one_source_leaves_the_memory_store_to_the_others() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_bearer_token_matches_in_any_case_and_only_whole() {
+    let app = RawApp::start(|_| Scripted::status(200)).await;
+    let mut toml = ConfigBuilder::new(&app.url()).toml();
+    toml += "\n[[source]]\nname = \"tokens\"\npath = \"/webhooks/tokens\"\nscheme = \"generic\"\n\
+             secrets = [\"tok-3f9a1c\"]\n[source.generic]\nsignature_header = \"Authorization\"\n\
+             signature_prefix = \"Bearer \"\nalgorithm = \"token\"\nencoding = \"hex\"\n";
+    let gate = Hookgate::start(&toml).await;
+    // Each body is distinct: with no id configured, the body's digest is the id.
+    let send = |value: &'static str| {
+        let gate = &gate;
+        async move {
+            let headers = vec![("Authorization".to_owned(), value.to_owned())];
+            let body = format!("{{\"sent\":\"{value}\"}}");
+            statuses(
+                &raw(
+                    gate,
+                    &post(gate, "/webhooks/tokens", &headers, body.as_bytes()),
+                )
+                .await,
+            )
+        }
+    };
+    for value in [
+        "Bearer tok-3f9a1c",
+        "bearer tok-3f9a1c",
+        "BEARER tok-3f9a1c",
+    ] {
+        assert_eq!(send(value).await, [200], "{value}");
+    }
+    for value in ["Bearer tok-3f9a1", "Bearer tok-3f9a1cX", "tok-3f9a1c"] {
+        assert_eq!(send(value).await, [400], "{value}");
+    }
+    settle().await;
+    assert_eq!(app.requests().len(), 3);
+}
