@@ -344,15 +344,7 @@ impl Replayer<'_> {
             },
         };
 
-        let attempt = match envelope.request_parts() {
-            Ok(parts) => {
-                steps
-                    .attempt(&event, &parts, envelope.body.clone(), envelope.peer)
-                    .await
-                    .attempt
-            }
-            Err(e) => Attempt::Refused(e),
-        };
+        let attempt = envelope.attempt(&steps, &event).await;
         let error = match attempt {
             Attempt::Delivered => {
                 steps.delivered(&event, lock).await;

@@ -10,7 +10,7 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Delivery, Source};
-use crate::delivery::Event;
+use crate::delivery::{Attempt, Event, Steps};
 use crate::forward;
 use crate::ordering::Gate;
 use crate::time::now_ms;
@@ -89,6 +89,7 @@ pub enum DecodeError {
 }
 
 /// What hookgate vouches for about a request it keeps.
+#[derive(Clone, Copy)]
 pub struct Received<'a> {
     pub source: &'a Source,
     pub event_id: &'a str,
@@ -153,6 +154,20 @@ impl Envelope {
     /// What the event's nonce is keyed by.
     pub fn nonce_id(&self) -> &str {
         self.nonce_id.as_deref().unwrap_or(&self.event_id)
+    }
+
+    /// One attempt at the app with the stored request ([`Steps::attempt`]);
+    /// a request that can no longer be rebuilt is refused, not retried.
+    pub async fn attempt(&self, steps: &Steps<'_>, event: &Event<'_>) -> Attempt {
+        match self.request_parts() {
+            Ok(parts) => {
+                steps
+                    .attempt(event, &parts, self.body.clone(), self.peer)
+                    .await
+                    .attempt
+            }
+            Err(e) => Attempt::Refused(e),
+        }
     }
 
     /// The event as the delivery steps see it, with its version gate.

@@ -284,16 +284,18 @@ async fn deliver(
         },
     };
 
+    // What an envelope of this event says, should it be kept (queued, or a
+    // dead letter after repeated failures).
+    let received = Received {
+        source,
+        event_id: &event_id,
+        nonce_id,
+        event_type: verified.event_type.as_deref(),
+        signed_at: verified.timestamp,
+        peer,
+        gate: gate.as_ref(),
+    };
     if source.delivery == Delivery::Queue {
-        let received = Received {
-            source,
-            event_id: &event_id,
-            nonce_id,
-            event_type: verified.event_type.as_deref(),
-            signed_at: verified.timestamp,
-            peer,
-            gate: gate.as_ref(),
-        };
         let envelope = Envelope::new(&parts, body, received);
         let outcome = enqueue(state, &steps, &event, nonce, &envelope).await;
         return finish(state, source, Some(&verified), outcome, None);
@@ -337,15 +339,6 @@ async fn deliver(
                 }
             }
         }
-    };
-    let received = Received {
-        source,
-        event_id: &event_id,
-        nonce_id,
-        event_type: verified.event_type.as_deref(),
-        signed_at: verified.timestamp,
-        peer,
-        gate: gate.as_ref(),
     };
     count_failure(state, runtime, Envelope::new(&parts, body, received), error).await;
     response

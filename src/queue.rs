@@ -416,15 +416,7 @@ impl Job {
             },
         };
 
-        let attempt = match envelope.request_parts() {
-            Ok(parts) => {
-                steps
-                    .attempt(&event, &parts, envelope.body.clone(), envelope.peer)
-                    .await
-                    .attempt
-            }
-            Err(e) => Attempt::Refused(e),
-        };
+        let attempt = envelope.attempt(&steps, &event).await;
         let attempts = envelope.attempts.saturating_add(1);
         match attempt {
             Attempt::Delivered => {
