@@ -391,11 +391,7 @@ async fn h2_post(
 #[tokio::test]
 async fn stamp_spellings_with_underscores_are_stripped_over_h2_too() {
     let app = RawApp::start(|_| Scripted::status(200)).await;
-    let stripe = SourceSpec::stripe();
-    let gate = ConfigBuilder::new(&app.url())
-        .source(stripe.clone())
-        .start()
-        .await;
+    let (gate, stripe) = stripe_gate(&app, &[]).await;
     let event = stripe.event("evt_underscore_h2", "invoice.paid");
     let mut headers = stripe.request_headers(&event);
     headers.extend(spoofs().into_iter().filter(|(n, _)| {
@@ -475,13 +471,7 @@ async fn first_event_through(
 #[tokio::test]
 async fn idle_h2_connections_give_their_slots_back() {
     let app = RawApp::start(|_| Scripted::status(200)).await;
-    let stripe = SourceSpec::stripe();
-    let gate = ConfigBuilder::new(&app.url())
-        .server_key("max_connections = 3")
-        .server_key("idle_timeout = \"1s\"")
-        .source(stripe.clone())
-        .start()
-        .await;
+    let (gate, stripe) = stripe_gate(&app, &["max_connections = 3", "idle_timeout = \"1s\""]).await;
     // Three h2 clients that answer every ping and then send nothing.
     let mut held = Vec::new();
     for n in 0..3 {
@@ -562,6 +552,17 @@ async fn a_client_that_never_reads_its_answers_is_cut_off() {
 
 const STRAY_200: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nstray";
 
+/// hookgate with one Stripe source in front of `app`, with `server_keys`
+/// added to `[server]`.
+async fn stripe_gate(app: &RawApp, server_keys: &[&str]) -> (Hookgate, SourceSpec) {
+    let stripe = SourceSpec::stripe();
+    let mut config = ConfigBuilder::new(&app.url());
+    for key in server_keys {
+        config = config.server_key(key);
+    }
+    (config.source(stripe.clone()).start().await, stripe)
+}
+
 /// Sends a signed Stripe event `id` and returns hookgate's answer.
 async fn send_stripe(gate: &Hookgate, stripe: &SourceSpec, id: &str) -> Vec<u8> {
     let event = stripe.event(id, "invoice.paid");
@@ -588,11 +589,7 @@ async fn a_body_after_a_204_never_answers_the_next_event() {
         _ => Scripted::status(200),
     })
     .await;
-    let stripe = SourceSpec::stripe();
-    let gate = ConfigBuilder::new(&app.url())
-        .source(stripe.clone())
-        .start()
-        .await;
+    let (gate, stripe) = stripe_gate(&app, &[]).await;
     assert_eq!(
         statuses(&send_stripe(&gate, &stripe, "evt_204_a").await),
         [204]
@@ -630,11 +627,7 @@ async fn stray_bytes_on_an_idle_connection_retire_it() {
         _ => Scripted::status(200),
     })
     .await;
-    let stripe = SourceSpec::stripe();
-    let gate = ConfigBuilder::new(&app.url())
-        .source(stripe.clone())
-        .start()
-        .await;
+    let (gate, stripe) = stripe_gate(&app, &[]).await;
     assert_eq!(
         statuses(&send_stripe(&gate, &stripe, "evt_stray_a").await),
         [200]
@@ -661,12 +654,7 @@ async fn with_keepalive_off_a_misframing_app_cannot_answer_for_another_event() {
         _ => Scripted::status(200),
     })
     .await;
-    let stripe = SourceSpec::stripe();
-    let gate = ConfigBuilder::new(&app.url())
-        .server_key("upstream_keepalive = false")
-        .source(stripe.clone())
-        .start()
-        .await;
+    let (gate, stripe) = stripe_gate(&app, &["upstream_keepalive = false"]).await;
     assert_eq!(
         statuses(&send_stripe(&gate, &stripe, "evt_ka_a").await),
         [200]
@@ -694,11 +682,7 @@ async fn an_answer_framed_twice_is_reframed_by_hookgate() {
         )
     })
     .await;
-    let stripe = SourceSpec::stripe();
-    let gate = ConfigBuilder::new(&app.url())
-        .source(stripe.clone())
-        .start()
-        .await;
+    let (gate, stripe) = stripe_gate(&app, &[]).await;
     let answer = send_stripe(&gate, &stripe, "evt_te_cl").await;
     assert_eq!(statuses(&answer), [200]);
     let (headers, body) = split(&answer);
@@ -722,11 +706,7 @@ async fn an_oversized_answer_keeps_its_status_and_commits_the_event() {
         ))
     })
     .await;
-    let stripe = SourceSpec::stripe();
-    let gate = ConfigBuilder::new(&app.url())
-        .source(stripe.clone())
-        .start()
-        .await;
+    let (gate, stripe) = stripe_gate(&app, &[]).await;
     let answer = send_stripe(&gate, &stripe, "evt_big").await;
     assert_eq!(statuses(&answer), [200]);
     let (headers, body) = split(&answer);
@@ -793,11 +773,7 @@ async fn a_captured_delivery_under_a_fresh_unsigned_id_is_a_duplicate() {
 #[tokio::test]
 async fn expect_is_not_forwarded_since_the_body_is_already_read() {
     let app = RawApp::start(|_| Scripted::status(200)).await;
-    let stripe = SourceSpec::stripe();
-    let gate = ConfigBuilder::new(&app.url())
-        .source(stripe.clone())
-        .start()
-        .await;
+    let (gate, stripe) = stripe_gate(&app, &[]).await;
     let event: Event = stripe.event("evt_expect", "invoice.paid");
     let mut headers = stripe.request_headers(&event);
     headers.push(("Expect".to_owned(), "100-continue".to_owned()));

@@ -122,15 +122,24 @@ fn report(setup: Setup, store: &str, fault: &str, report: &Report, senders: &[&A
     }
 }
 
-async fn sentinel_failover(setup: Setup, fault: Fault) {
-    let started = Instant::now();
+/// One failover scenario: two hookgate replicas on `store`, senders retrying
+/// every event, `fault` injected once a third of the events is accepted (it
+/// owns the deployment and hands it back, so the store outlives the report),
+/// then the figures. `started` is when the deployment began to start.
+async fn run_scenario<D, F>(
+    setup: Setup,
+    started: Instant,
+    store: StoreSpec,
+    labels: (&str, &str),
+    fault: impl FnOnce() -> F,
+) where
+    F: std::future::Future<Output = D>,
+{
     let n = event_count();
-    let deployment = Sentinels::start(2, None);
     let app = ChaosApp::start(Behaviour::default()).await;
     let stripe = source(setup.queue);
     let config = replicated(
-        ConfigBuilder::new(&app.url())
-            .store(StoreSpec::Sentinel(deployment.urls(), MASTER.to_owned())),
+        ConfigBuilder::new(&app.url()).store(store),
         setup.min_replicas,
     )
     .source(stripe.clone());
@@ -142,7 +151,30 @@ async fn sentinel_failover(setup: Setup, fault: Fault) {
     let load = run_load(&sender, spread(&all, 2), &accepted);
     let inject = async {
         wait_count(&accepted, n / 3, "accepted before the fault").await;
-        let mut deployment = deployment;
+        fault().await
+    };
+    let (sent, _deployment) = tokio::join!(load, inject);
+    if setup.queue {
+        settle(&app, &sent).await;
+    }
+    let resent = resend_accepted(&sender, &sent, &all).await;
+    if setup.queue {
+        settle(&app, &sent).await;
+    }
+    let result = Report::new(setup.scenario, n, &sent, &resent, &app, &[&sender], started);
+    diagnose(&result, &gates);
+    report(setup, labels.0, labels.1, &result, &[&sender]);
+}
+
+async fn sentinel_failover(setup: Setup, fault: Fault) {
+    let started = Instant::now();
+    let mut deployment = Sentinels::start(2, None);
+    let store = StoreSpec::Sentinel(deployment.urls(), MASTER.to_owned());
+    let label = match fault {
+        Fault::Kill => "primary SIGKILLed, restarted as a replica",
+        Fault::Pause => "primary SIGSTOPped past down-after-milliseconds, resumed",
+    };
+    run_scenario(setup, started, store, ("sentinel", label), || async move {
         let old = deployment.primary();
         tokio::task::block_in_place(|| match fault {
             Fault::Kill => {
@@ -159,22 +191,8 @@ async fn sentinel_failover(setup: Setup, fault: Fault) {
             }
         });
         deployment
-    };
-    let (sent, _deployment) = tokio::join!(load, inject);
-    if setup.queue {
-        settle(&app, &sent).await;
-    }
-    let resent = resend_accepted(&sender, &sent, &all).await;
-    if setup.queue {
-        settle(&app, &sent).await;
-    }
-    let result = Report::new(setup.scenario, n, &sent, &resent, &app, &[&sender], started);
-    diagnose(&result, &gates);
-    let fault = match fault {
-        Fault::Kill => "primary SIGKILLed, restarted as a replica",
-        Fault::Pause => "primary SIGSTOPped past down-after-milliseconds, resumed",
-    };
-    report(setup, "sentinel", fault, &result, &[&sender]);
+    })
+    .await;
 }
 
 /// When something was lost: hookgate's warnings, counted by message, to
@@ -216,24 +234,10 @@ fn wait_demoted(deployment: &mut Sentinels, old: usize) {
 
 async fn cluster_failover(setup: Setup) {
     let started = Instant::now();
-    let n = event_count();
-    let cluster = RedisCluster::start_with_replicas(3);
-    let app = ChaosApp::start(Behaviour::default()).await;
-    let stripe = source(setup.queue);
-    let config = replicated(
-        ConfigBuilder::new(&app.url()).store(StoreSpec::Cluster(cluster.urls())),
-        setup.min_replicas,
-    )
-    .source(stripe.clone());
-    let gates = replicas(&config, 2).await;
-    let sender = Sender::new(&gates.iter().collect::<Vec<_>>(), &stripe, 0);
-    let all = events(&stripe, setup.scenario, n);
-    let accepted = Arc::new(AtomicUsize::new(0));
-
-    let load = run_load(&sender, spread(&all, 2), &accepted);
-    let inject = async {
-        wait_count(&accepted, n / 3, "accepted before the kill").await;
-        let mut cluster = cluster;
+    let mut cluster = RedisCluster::start_with_replicas(3);
+    let store = StoreSpec::Cluster(cluster.urls());
+    let label = "master SIGKILLed, its replica takes the slots";
+    run_scenario(setup, started, store, ("cluster", label), || async move {
         tokio::task::block_in_place(|| {
             // The master serving the source's queue keys when there is one.
             let victim = (0..3)
@@ -253,24 +257,8 @@ async fn cluster_failover(setup: Setup) {
             cluster.restart_node(victim);
         });
         cluster
-    };
-    let (sent, _cluster) = tokio::join!(load, inject);
-    if setup.queue {
-        settle(&app, &sent).await;
-    }
-    let resent = resend_accepted(&sender, &sent, &all).await;
-    if setup.queue {
-        settle(&app, &sent).await;
-    }
-    let result = Report::new(setup.scenario, n, &sent, &resent, &app, &[&sender], started);
-    diagnose(&result, &gates);
-    report(
-        setup,
-        "cluster",
-        "master SIGKILLed, its replica takes the slots",
-        &result,
-        &[&sender],
-    );
+    })
+    .await;
 }
 
 /// `sentinel!(name, Kill | Pause, queue?, min_replicas)` and
