@@ -276,10 +276,15 @@ impl RedisServer {
     }
 
     fn log_tail(&self) -> String {
-        let log = fs::read_to_string(self.dir.path().join("redis.log")).unwrap_or_default();
-        let lines: Vec<&str> = log.lines().collect();
-        lines[lines.len().saturating_sub(5)..].join(" | ")
+        log_tail(&self.dir.path().join("redis.log"), 5)
     }
+}
+
+/// The last `n` lines of the log file at `path`, on one line.
+pub fn log_tail(path: &std::path::Path, n: usize) -> String {
+    let log = fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join(" | ")
 }
 
 impl Drop for RedisServer {

@@ -148,9 +148,7 @@ impl SentinelProcess {
     }
 
     fn log_tail(&self) -> String {
-        let log = fs::read_to_string(self.dir.path().join("sentinel.log")).unwrap_or_default();
-        let lines: Vec<&str> = log.lines().collect();
-        lines[lines.len().saturating_sub(8)..].join(" | ")
+        super::redis::log_tail(&self.dir.path().join("sentinel.log"), 8)
     }
 }
 
