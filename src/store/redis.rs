@@ -40,6 +40,7 @@
 //! scrubbed of the URLs and the credentials.
 
 mod lanes;
+mod scrub;
 pub mod sentinel;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -53,7 +54,8 @@ use redis::cluster::{ClusterClient, ClusterConfig};
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, ErrorKind, RedisError, RedisFuture, Script, ServerErrorKind, Value};
 
-use self::lanes::{LaneConn, Lanes, Opener};
+use self::lanes::{Lanes, Opener, load, send_with_wait};
+use self::scrub::{scrub, secrets_of};
 use self::sentinel::{Node, Primary};
 use super::{Claim, Error, Replication, VERSION_TTL};
 use crate::metrics::OperationLabel;
@@ -734,49 +736,6 @@ impl RedisStore {
     }
 }
 
-/// Sends the write-and-`WAIT` pipeline; returns the write's answer and the
-/// number of replicas that acknowledged.
-async fn send_with_wait<T>(
-    conn: &mut LaneConn,
-    pipe: &redis::Pipeline,
-) -> redis::RedisResult<(T, i64)>
-where
-    T: redis::FromRedisValue,
-{
-    let answers: Vec<Value> = match conn {
-        LaneConn::Node(c) => pipe.query_async(c).await?,
-        LaneConn::Cluster(c) => pipe.query_async(c).await?,
-    };
-    let mut answers = answers.into_iter();
-    let (Some(written), Some(acked)) = (answers.next(), answers.next()) else {
-        return Err(RedisError::from((
-            ErrorKind::UnexpectedReturnType,
-            "a write and WAIT answered with fewer than two replies",
-        )));
-    };
-    let written = into_result(written)?;
-    let acked = into_result(acked)?;
-    Ok((
-        redis::from_redis_value(written)?,
-        redis::from_redis_value(acked)?,
-    ))
-}
-
-fn into_result(value: Value) -> redis::RedisResult<Value> {
-    match value {
-        Value::ServerError(e) => Err(e.into()),
-        other => Ok(other),
-    }
-}
-
-/// `SCRIPT LOAD` on a lane (a cluster lane loads it on every master).
-async fn load(conn: &mut LaneConn, script: &Script) -> redis::RedisResult<()> {
-    match conn {
-        LaneConn::Node(c) => script.load_async(c).await.map(drop),
-        LaneConn::Cluster(c) => script.load_async(c).await.map(drop),
-    }
-}
-
 /// A cluster client whose answers may take `wait` longer than usual (the
 /// `WAIT` timeout, for write lanes; zero otherwise).
 fn cluster_client(
@@ -826,132 +785,5 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
 }
 
-/// The strings that must not leave this module: each URL, its userinfo, and
-/// the user name and password, raw and percent-decoded. Longest first, so a
-/// URL is replaced whole before its parts.
-fn secrets_of(urls: &[&str]) -> Vec<String> {
-    let mut out = Vec::new();
-    for url in urls {
-        out.push((*url).to_string());
-        let Some((_, rest)) = url.split_once("://") else {
-            continue;
-        };
-        let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
-        let Some((userinfo, _host)) = authority.rsplit_once('@') else {
-            continue;
-        };
-        out.push(userinfo.to_string());
-        for part in userinfo.split(':') {
-            out.push(part.to_string());
-            out.push(percent_decode(part));
-        }
-    }
-    out.retain(|s| !s.is_empty());
-    out.sort_by_key(|s| std::cmp::Reverse(s.len()));
-    out.dedup();
-    out
-}
-
-fn scrub(message: &str, secrets: &[String]) -> String {
-    let mut message = message.to_string();
-    for secret in secrets {
-        message = message.replace(secret.as_str(), "[redacted]");
-    }
-    message
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && let Some(hex) = s.get(i + 1..i + 3)
-            && let Ok(byte) = u8::from_str_radix(hex, 16)
-        {
-            out.push(byte);
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn secrets_cover_url_and_credentials() {
-        let secrets = secrets_of(&["redis://app:p%40ss@127.0.0.1:6379/0"]);
-        for s in [
-            "redis://app:p%40ss@127.0.0.1:6379/0",
-            "app:p%40ss",
-            "p%40ss",
-            "p@ss",
-            "app",
-        ] {
-            assert!(
-                secrets.iter().any(|x| x == s),
-                "{s} missing from {secrets:?}"
-            );
-        }
-        let msg = scrub(
-            "failed: redis://app:p%40ss@127.0.0.1:6379/0 (p@ss)",
-            &secrets,
-        );
-        assert!(!msg.contains("p%40ss") && !msg.contains("p@ss"), "{msg}");
-        assert!(msg.contains("[redacted]"));
-    }
-
-    #[test]
-    fn url_without_credentials_has_only_itself_as_secret() {
-        assert_eq!(
-            secrets_of(&["redis://127.0.0.1:6379"]),
-            vec!["redis://127.0.0.1:6379".to_string()]
-        );
-    }
-
-    #[test]
-    fn millis_is_never_zero() {
-        assert_eq!(millis(Duration::ZERO), 1);
-        assert_eq!(millis(Duration::from_secs(2)), 2000);
-    }
-
-    #[test]
-    fn connect_needs_a_runtime_and_a_valid_url() {
-        assert!(RedisStore::connect("redis://127.0.0.1:1").is_err());
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build();
-        let Ok(rt) = rt else { return };
-        rt.block_on(async {
-            let err = RedisStore::connect("nope://:hunter2@x").err();
-            let msg = err.map(|e| e.to_string()).unwrap_or_default();
-            assert!(msg.contains("invalid Redis URL"), "{msg}");
-            assert!(!msg.contains("hunter2"), "{msg}");
-        });
-    }
-
-    /// Nothing listens on port 1: the store builds, and each command fails
-    /// fast with a message free of the password.
-    #[tokio::test]
-    async fn unreachable_redis_is_unavailable_quickly() {
-        let store = RedisStore::connect("redis://:hunter2@127.0.0.1:1/");
-        let Ok(store) = store else {
-            panic!("connect must not do I/O");
-        };
-        for _ in 0..3 {
-            let started = std::time::Instant::now();
-            let err = store.claim("k", "t", Duration::from_secs(1)).await.err();
-            assert!(started.elapsed() < COMMAND_TIMEOUT + Duration::from_millis(200));
-            let msg = match err {
-                Some(Error::Unavailable(msg)) => msg,
-                other => panic!("expected Unavailable, got {other:?}"),
-            };
-            assert!(!msg.contains("hunter2"), "{msg}");
-        }
-    }
-}
+mod tests;

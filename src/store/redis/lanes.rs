@@ -12,10 +12,10 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use redis::RedisResult;
 use redis::aio::MultiplexedConnection;
 use redis::cluster::{ClusterClient, ClusterConfig};
 use redis::cluster_async::ClusterConnection;
+use redis::{ErrorKind, RedisError, RedisResult, Script, Value};
 use tokio::sync::{Semaphore, SemaphorePermit};
 
 use super::{CONNECT_TIMEOUT, RESPONSE_TIMEOUT};
@@ -116,4 +116,47 @@ impl Lanes {
 
 fn closed(what: &'static str) -> redis::RedisError {
     redis::RedisError::from((redis::ErrorKind::Client, what))
+}
+
+/// Sends the write-and-`WAIT` pipeline; returns the write's answer and the
+/// number of replicas that acknowledged.
+pub(super) async fn send_with_wait<T>(
+    conn: &mut LaneConn,
+    pipe: &redis::Pipeline,
+) -> redis::RedisResult<(T, i64)>
+where
+    T: redis::FromRedisValue,
+{
+    let answers: Vec<Value> = match conn {
+        LaneConn::Node(c) => pipe.query_async(c).await?,
+        LaneConn::Cluster(c) => pipe.query_async(c).await?,
+    };
+    let mut answers = answers.into_iter();
+    let (Some(written), Some(acked)) = (answers.next(), answers.next()) else {
+        return Err(RedisError::from((
+            ErrorKind::UnexpectedReturnType,
+            "a write and WAIT answered with fewer than two replies",
+        )));
+    };
+    let written = into_result(written)?;
+    let acked = into_result(acked)?;
+    Ok((
+        redis::from_redis_value(written)?,
+        redis::from_redis_value(acked)?,
+    ))
+}
+
+fn into_result(value: Value) -> redis::RedisResult<Value> {
+    match value {
+        Value::ServerError(e) => Err(e.into()),
+        other => Ok(other),
+    }
+}
+
+/// `SCRIPT LOAD` on a lane (a cluster lane loads it on every master).
+pub(super) async fn load(conn: &mut LaneConn, script: &Script) -> redis::RedisResult<()> {
+    match conn {
+        LaneConn::Node(c) => script.load_async(c).await.map(drop),
+        LaneConn::Cluster(c) => script.load_async(c).await.map(drop),
+    }
 }
