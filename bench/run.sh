@@ -12,10 +12,14 @@
 # again). Rounds are interleaved so every ratio compares numbers taken under
 # the same machine load; the table shows the median of the rounds.
 #
+# Then, at a fixed rate (open loop: bench/openloop.rs keeps the schedule
+# whatever the answers), the latency each target adds to the app's own.
+#
 # Knobs (environment): ROUNDS=3 DURATION=5 (seconds per measurement)
 # CONNS=64 BODY=1024 SCHEME=github|stripe POOL=<events per fresh pool>
-# MEMORY=1 (0 skips the memory phase) NONCES=<at most POOL> DOCS=1 (0 leaves
-# docs/performance.md alone) HOOKGATE_BIN=<prebuilt binary>.
+# RATE=2000 RATE_SECONDS=10 RATE_CONNS=32 (the fixed-rate phase; RATE=0
+# skips it) MEMORY=1 (0 skips the memory phase) NONCES=<at most POOL> DOCS=1
+# (0 leaves docs/performance.md alone) HOOKGATE_BIN=<prebuilt binary>.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -29,6 +33,9 @@ POOL=${POOL:-400000}
 MEMORY=${MEMORY:-1}
 NONCES=${NONCES:-$POOL}
 DOCS=${DOCS:-1}
+RATE=${RATE:-2000}
+RATE_SECONDS=${RATE_SECONDS:-10}
+RATE_CONNS=${RATE_CONNS:-32}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 SECRET=bench-secret-not-for-production
@@ -41,6 +48,16 @@ if [ -z "${HOOKGATE_BIN:-}" ]; then
   echo "== cargo build --release"
   cargo build --release --locked --quiet
   HOOKGATE_BIN=$ROOT/target/release/hookgate
+fi
+if [ "$RATE" != 0 ]; then
+  echo "== cargo bench --bench openloop --no-run (the fixed-rate generator)"
+  OPENLOOP=$(cargo bench --locked --bench openloop --no-run --message-format=json 2>/dev/null |
+    python3 -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("executable") and m.get("target", {}).get("name") == "openloop":
+        print(m["executable"])')
+  [ -x "$OPENLOOP" ] || { echo "bench: the openloop generator did not build" >&2; exit 1; }
 fi
 
 WORK=$(mktemp -d /tmp/hookgate-bench.XXXXXX)
@@ -180,6 +197,7 @@ echo "== generating $POOL signed $SCHEME events of $BODY bytes"
 gen fresh "$POOL" "$WORK/fresh.pool"
 gen warm 20000 "$WORK/warm.pool"
 gen dup 1 "$WORK/dup.pool"
+[ "$RATE" != 0 ] && gen rate $((RATE * RATE_SECONDS)) "$WORK/rate.pool"
 
 # --- helpers
 rss_kib() { # pid... -> summed VmRSS in KiB
@@ -244,21 +262,29 @@ proxy_pids() {
     hg-mem) echo "${HG_PID[mem]}" ;; hg-redis) echo "${HG_PID[redis]}" ;;
   esac
 }
+redis_calls() { # INFO commandstats since the last reset -> "redis_calls=N redis_cmd_set=N ..."
+  redis-cli -p "$REDIS_PORT" info commandstats | tr -d '\r' |
+    awk -F'[:=,]' '/^cmdstat_/ { name = substr($1, 9); if (name == "config" || name == "info") next
+      total += $3; printf "redis_cmd_%s=%s ", name, $3 } END { printf "redis_calls=%d", total }'
+}
 measure() { # round mode target pool
   local before after line rss p0 p1 r0 r1 a0 a1
   local admin; admin=$(admin_of "$3")
   local proxy; proxy=$(proxy_pids "$3")
   local app; app=$(nginx_pids app)
   [ -n "$admin" ] && before=$(outcomes "$admin")
+  [ "$3" = hg-redis ] && redis-cli -p "$REDIS_PORT" config resetstat >/dev/null
   # shellcheck disable=SC2086
   p0=$(cpu_ticks $proxy); r0=$(cpu_ticks "$REDIS_PID"); a0=$(cpu_ticks $app); u0=$(user_ticks $proxy)
   line=$(load "$3" "$4" "$DURATION")
   # shellcheck disable=SC2086
   p1=$(cpu_ticks $proxy); r1=$(cpu_ticks "$REDIS_PID"); a1=$(cpu_ticks $app); u1=$(user_ticks $proxy)
   rss=$(rss_of "$3")
+  local calls=""
+  [ "$3" = hg-redis ] && calls=" $(redis_calls)"
   after=""
   [ -n "$admin" ] && after=$(outcomes "$admin")
-  line="$line rss_kib=$rss cpu_ticks_proxy=$((p1 - p0)) cpu_ticks_proxy_user=$((u1 - u0)) cpu_ticks_redis=$((r1 - r0)) cpu_ticks_app=$((a1 - a0)) clk_tck=$CLK_TCK"
+  line="$line rss_kib=$rss cpu_ticks_proxy=$((p1 - p0)) cpu_ticks_proxy_user=$((u1 - u0)) cpu_ticks_redis=$((r1 - r0)) cpu_ticks_app=$((a1 - a0)) clk_tck=$CLK_TCK$calls"
   printf '%s\t%s\t%s\t%s\tbefore: %s\tafter: %s\n' "$1" "$2" "$3" "$line" "${before:-}" "$after" >> "$RESULTS"
   echo "   $2 $3: ${line#RESULT }"
 }
@@ -280,6 +306,29 @@ for round in $(seq 1 "$ROUNDS"); do
   done
   for t in "${TARGETS[@]}"; do measure "$round" dup "$t" "$WORK/dup.pool"; done
 done
+
+# --- fixed rate: the latency each target adds at a real load
+RATE_RESULTS=$WORK/rate.tsv
+: > "$RATE_RESULTS"
+if [ "$RATE" != 0 ]; then
+  for round in $(seq 1 "$ROUNDS"); do
+    echo "== fixed rate $RATE req/s, round $round/$ROUNDS"
+    stop_hookgate mem; stop_hookgate redis
+    redis-cli -p "$REDIS_PORT" flushall >/dev/null
+    start_hookgate mem; start_hookgate redis
+    for t in "${TARGETS[@]}"; do load "$t" "$WORK/warm.pool" 1 >/dev/null; done
+    for t in "${TARGETS[@]}"; do
+      admin=$(admin_of "$t"); before=""; after=""
+      [ -n "$admin" ] && before=$(outcomes "$admin")
+      line=$(taskset -c "$CLIENT_CPU" timeout $((RATE_SECONDS + 60)) "$OPENLOOP" --port "$(port_of "$t")" \
+        --pool "$WORK/rate.pool" --record-len "$(cat "$WORK/rate.pool.len")" \
+        --rate "$RATE" --seconds "$RATE_SECONDS" --conns "$RATE_CONNS" | grep '^RESULT')
+      [ -n "$admin" ] && after=$(outcomes "$admin")
+      printf '%s\t%s\t%s\tbefore: %s\tafter: %s\n' "$round" "$t" "$line" "$before" "$after" >> "$RATE_RESULTS"
+      echo "   $t: ${line#RESULT }"
+    done
+  done
+fi
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 REDIS_RSS=$(rss_kib "$(redis-cli -p "$REDIS_PORT" info server | awk -F: '/^process_id/ {print $2}' | tr -d '\r')")
 
@@ -324,7 +373,8 @@ if [ "$MEMORY" = 1 ]; then
 fi
 
 # --- report
-python3 "$ROOT/bench/report.py" --results "$RESULTS" --memory "$MEMFILE" \
+python3 "$ROOT/bench/report.py" --results "$RESULTS" --memory "$MEMFILE" --rate-results "$RATE_RESULTS" \
+  --rate "$RATE" --rate-seconds "$RATE_SECONDS" --rate-conns "$RATE_CONNS" \
   --rounds "$ROUNDS" --duration "$DURATION" --conns "$CONNS" --body "$BODY" --scheme "$SCHEME" \
   --pool "$POOL" --load-before "$LOAD_BEFORE" --load-after "$LOAD_AFTER" --started "$STARTED" \
   --redis-rss "$REDIS_RSS" --commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
