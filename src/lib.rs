@@ -72,6 +72,10 @@ use crate::state::State;
 /// (under Kubernetes' default 30 s termination grace).
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(25);
 
+/// How long the drain waits for store writes that finish after their
+/// answer (each is bounded by the store's command timeout anyway).
+const BEHIND_GRACE: Duration = Duration::from_secs(3);
+
 /// Connections the admin listener holds at once (probes and a scraper need few).
 const ADMIN_MAX_CONNECTIONS: usize = 128;
 /// How often `hookgate_queue_depth` and `hookgate_dlq_depth` are read from Redis.
@@ -186,6 +190,17 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
         }
     };
     tokio::join!(public, draining);
+    // Commits of events answered during the drain land before the exit.
+    state.behind.close();
+    if tokio::time::timeout(BEHIND_GRACE, state.behind.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            pending = state.behind.len(),
+            "nonce commits still pending at exit: a copy of those events may be forwarded again"
+        );
+    }
     let _ = workers.await;
     let _ = depths.await;
     admin_shutdown.cancel();

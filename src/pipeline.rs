@@ -13,6 +13,7 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -305,10 +306,20 @@ async fn deliver(
     let (response, error) = match (attempted.attempt, attempted.answer) {
         (Attempt::Delivered, Ok(response)) => {
             steps.delivered(&event, lock).await;
-            if steps.commit(&event, &nonce).await.is_err() {
-                // The app took the event: its 2xx stands. The commit is tried
-                // again in the background; if the store stays away longer
-                // than that, a retry after the lease expires is forwarded again.
+            // The app took the event: its 2xx stands whatever the commit
+            // does. On Redis without `min_replicas` the sender is answered
+            // without waiting for it (one round trip less on the answer's
+            // path); see `commit_behind` for why a copy still finds it done.
+            if state.store.answers_before_commit() {
+                commit_behind(
+                    state,
+                    nonce,
+                    runtime.config.store.nonce_ttl,
+                    &source.name,
+                    &event_id,
+                )
+                .await;
+            } else if steps.commit(&event, &nonce).await.is_err() {
                 retry_commit(state, nonce, runtime.config.store.nonce_ttl, &source.name);
             }
             if let Some(ts) = verified.timestamp {
@@ -407,7 +418,39 @@ async fn count_failure(state: &State, runtime: &Runtime, mut envelope: Envelope,
     }
 }
 
+/// Commits a delivered event's nonce without the answer waiting for Redis's
+/// reply. The commit is polled once here, which queues its command on the
+/// store's connection, so a copy of the event that reaches this process
+/// after the answer is claimed behind the commit and finds the event done.
+/// The rest runs in a task the drain waits for ([`State::behind`]); a failed
+/// commit is counted and logged as every store error on the way is, then
+/// retried ([`retry_commit`]).
+async fn commit_behind(
+    state: &Arc<State>,
+    nonce: Lease,
+    ttl: Duration,
+    source: &str,
+    event_id: &str,
+) {
+    let owned = Arc::clone(state);
+    let source = source.to_owned();
+    let event_id = event_id.to_owned();
+    let mut commit = Box::pin(async move {
+        if let Err(e) = owned.store.commit(nonce.key(), ttl).await {
+            owned.metrics.store_errors.inc();
+            tracing::warn!(source = %source, event_id = %event_id, error = %e, "nonce commit failed");
+            retry_commit(&owned, nonce, ttl, &source);
+        }
+    });
+    let done = std::future::poll_fn(|cx| Poll::Ready(commit.as_mut().poll(cx).is_ready())).await;
+    if !done {
+        state.behind.spawn(commit);
+    }
+}
+
 /// Retries a failed commit until it lands or [`COMMIT_RETRY_FOR`] passes.
+/// If the store stays away longer than that, a retry after the lease
+/// expires is forwarded again.
 /// Safe at any time: the app accepted the event, so `done` is true whoever
 /// holds the key by then (see [`crate::store::Store::commit`]).
 fn retry_commit(state: &Arc<State>, nonce: Lease, ttl: Duration, source: &str) {

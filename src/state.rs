@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
+use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
 use crate::forward::Forwarder;
@@ -38,6 +39,9 @@ pub struct State {
     pub keys: Fetcher,
     /// The public listener's TLS acceptor when `[server.tls]` is set at start.
     pub tls: Option<SharedAcceptor>,
+    /// Store writes that finish after their request was answered (a nonce
+    /// commit on Redis without `min_replicas`); the drain waits for them.
+    pub behind: TaskTracker,
 }
 
 impl State {
@@ -58,6 +62,7 @@ impl State {
             metrics,
             keys: Fetcher::default(),
             tls,
+            behind: TaskTracker::new(),
         })
     }
 

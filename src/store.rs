@@ -147,6 +147,17 @@ impl Store {
         }
     }
 
+    /// Whether a commit must land before the sender is answered: only when
+    /// it is a replicated write (`min_replicas`), whose `WAIT` is the promise
+    /// that a failover keeps the app's 2xx from being forwarded again. A
+    /// memory-store commit is a map insert and never waits.
+    pub fn answers_before_commit(&self) -> bool {
+        match self {
+            Store::Memory(_) => false,
+            Store::Redis(store) => store.min_replicas() == 0,
+        }
+    }
+
     /// Deletes `key` if it still holds `token`.
     pub async fn release(&self, key: &str, token: &str) -> Result<(), Error> {
         match self {
