@@ -93,6 +93,7 @@ pub mod duration;
 mod generic;
 mod keys;
 mod raw;
+mod secrets;
 mod server;
 mod source;
 mod store;

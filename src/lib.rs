@@ -7,11 +7,17 @@
 //! - [`config`]: the TOML file, validated into runtime types (secrets resolved);
 //!   one room per table under `config/`: `server` (`[server]`, `[admin]`),
 //!   `store`, `source` (`[[source]]`), `generic` (`[source.generic]`), `keys`
-//!   (provider-key options, `[source.keys]`), with `raw` (the serde structs) and `check` (the
+//!   (provider-key options, `[source.keys]`), `secrets` (`secrets`, `verify_token`,
+//!   `[source.resign]`), with `raw` (the serde structs) and `check` (the
 //!   collector that records every problem with its line and field) below them.
 //! - [`route`]: only canonical targets are routed; the longest source path
 //!   the path belongs to (case-insensitive, `.suffix` allowed) picks the `[[source]]`.
 //! - [`scheme`]: each sender's signature scheme; produces [`scheme::Verified`].
+//!   A provider that needs code is one type implementing [`scheme::Provider`]
+//!   in its own file under `scheme/`, plus one line in the `CODED` list of
+//!   `scheme.rs` (and its `mod`); [`scheme::Scheme`] asks that trait object
+//!   for everything. Providers that are only a configuration of the generic
+//!   engine are rows of `scheme/catalog.rs`.
 //! - [`keyfetch`]: keys that come from the provider (SNS and PayPal
 //!   certificates, Google's JWKS), fetched over HTTPS and cached.
 //! - [`store`]: the nonce store (memory, Redis, Sentinel or Cluster) that turns

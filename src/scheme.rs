@@ -12,7 +12,7 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, Uri};
 use http_body_util::Full;
 
-use crate::keyfetch::{Fetcher, KeyPolicy, KeyUrl};
+use crate::keyfetch::{Fetcher, KeyPolicy};
 use crate::secret::Secret;
 
 mod adyen;
@@ -31,6 +31,7 @@ mod metronome;
 mod msgraph;
 mod paypal;
 mod plivo;
+mod provider;
 mod resign;
 mod sendgrid;
 mod shopify;
@@ -41,8 +42,13 @@ mod standard;
 mod stripe;
 mod twilio;
 
+use catalog::PresetScheme;
 pub use catalog::{Handshake, Preset};
-pub use google_oidc::{GOOGLE_JWKS, GOOGLE_JWKS_HOST};
+pub use google_oidc::{GOOGLE_JWKS, GOOGLE_JWKS_HOST, GoogleSource};
+pub use paypal::PayPalSource;
+use provider::ProviderRef;
+pub use provider::{Coded, DynEq, Fetching, Provider};
+pub use sns::SnsSource;
 
 /// What a successful verification proves about a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -231,48 +237,6 @@ impl Generic {
     }
 }
 
-/// An `sns` source: AWS SNS messages, keyed by the certificate each names.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SnsSource {
-    /// The topics whose messages this source accepts (`TopicArn`, exact or
-    /// with a trailing `*`): AWS signs every topic's messages, so the
-    /// signature alone does not say whose topic sent one.
-    pub topic_arns: Vec<String>,
-    /// `GET` the `SubscribeURL` of a verified `SubscriptionConfirmation`.
-    pub confirm_subscription: bool,
-    pub keys: KeyPolicy,
-}
-
-/// A `paypal` source: the listener's webhook id is part of what PayPal signs.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PayPalSource {
-    pub webhook_id: String,
-    pub keys: KeyPolicy,
-}
-
-/// A `google-oidc` source: who the token must be for and from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GoogleSource {
-    /// The `aud` claim: the audience set on the push subscription.
-    pub audience: String,
-    /// The service account the push runs as (`email` claim).
-    pub email: String,
-    /// Google's JWK Set unless a test overrides it.
-    pub jwks_url: KeyUrl,
-    pub keys: KeyPolicy,
-}
-
-impl Default for GoogleSource {
-    fn default() -> Self {
-        GoogleSource {
-            audience: String::new(),
-            email: String::new(),
-            jwks_url: KeyUrl::parse(GOOGLE_JWKS).expect("Google's JWKS URL is a valid https URL"),
-            keys: KeyPolicy::default(),
-        }
-    }
-}
-
 /// An answer hookgate gives itself to a sender's endpoint check.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reply {
@@ -311,6 +275,10 @@ impl Reply {
     }
 }
 
+/// A source's signature scheme. The core five and the generic sender are
+/// variants of their own; a catalog preset is a generic description under
+/// the preset's name; every other provider with code of its own is one
+/// type implementing [`Provider`], held in [`Scheme::Coded`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Scheme {
     Stripe,
@@ -324,202 +292,138 @@ pub enum Scheme {
         preset: &'static Preset,
         generic: Box<Generic>,
     },
-    /// HMAC-SHA1 over the public URL and the sorted form parameters.
-    Twilio {
-        public_url: String,
-    },
-    /// ECDSA P-256 over the timestamp and body; the key is SendGrid's public key.
-    SendGrid,
-    /// Ed25519 over the timestamp and body; the key is the application's public key.
-    Discord,
-    /// HMAC-SHA256 over the `X-Metronome-Date` (or `Date`) header, a
-    /// newline and the body.
-    Metronome,
-    /// Standard Webhooks headers keyed with the raw secret, or the older
-    /// `Increase-Webhook-Signature: t=…,v1=…`.
-    Increase,
-    /// HMAC-SHA256 over a timestamp and token carried in the JSON body.
-    Mailgun,
-    /// HMAC-SHA256 over fields of each notification item, in the JSON body.
-    Adyen,
-    /// HMAC-SHA256 over the public URL, the sorted form parameters and a nonce.
-    Plivo {
-        public_url: String,
-    },
-    /// An HMAC-signed JWT binding the public URL and the body's digest.
-    MessageBird {
-        public_url: String,
-    },
-    /// HMAC-SHA256 over the body's MD5, content type, timestamp and URL path.
-    SinchVoice {
-        public_url: String,
-    },
-    /// Microsoft Graph change notifications: every item's `clientState` is
-    /// a configured secret; `?validationToken=` answered.
-    MicrosoftGraph,
-    /// AWS SNS: RSA over the message's canonical string; the certificate is
-    /// fetched from the message's `SigningCertURL`.
-    Sns(Box<SnsSource>),
-    /// PayPal: RSA over transmission id, time, webhook id and the body's
-    /// CRC-32; the certificate is fetched from `PAYPAL-CERT-URL`.
-    PayPal(Box<PayPalSource>),
-    /// A Google-signed OIDC token (Pub/Sub push); Google's keys are fetched.
-    GoogleOidc(Box<GoogleSource>),
+    /// A provider of the `CODED` list, with its options.
+    Coded(Coded),
 }
 
-/// The scheme words that are code, not catalog presets, besides the core five.
-const CODED: [&str; 14] = [
-    "twilio",
-    "sendgrid",
-    "discord",
-    "metronome",
-    "increase",
-    "mailgun",
-    "messagebird",
-    "adyen",
-    "plivo",
-    "sinch-voice",
-    "microsoft-graph",
-    "sns",
-    "paypal",
-    "google-oidc",
+/// The core five, which have variants of their own.
+const CORE: [Scheme; 5] = [
+    Scheme::Stripe,
+    Scheme::Github,
+    Scheme::Shopify,
+    Scheme::Slack,
+    Scheme::Standard,
+];
+
+/// Builds a coded provider from the source's `public_url`.
+type Build = fn(Option<&str>) -> Box<dyn DynEq>;
+
+/// Every provider with code of its own besides the core five, under its
+/// `scheme = "…"` word (the word its [`Provider::name`] returns). A new
+/// provider is its module's type and one line here.
+#[rustfmt::skip]
+const CODED: &[(&str, Build)] = &[
+    ("twilio", |url| Box::new(twilio::Twilio::new(url))),
+    ("sendgrid", |_| Box::new(sendgrid::SendGrid)),
+    ("discord", |_| Box::new(discord::Discord)),
+    ("metronome", |_| Box::new(metronome::Metronome)),
+    ("increase", |_| Box::new(increase::Increase)),
+    ("mailgun", |_| Box::new(mailgun::Mailgun)),
+    ("messagebird", |url| Box::new(messagebird::MessageBird::new(url))),
+    ("adyen", |_| Box::new(adyen::Adyen)),
+    ("plivo", |url| Box::new(plivo::Plivo::new(url))),
+    ("sinch-voice", |url| Box::new(sinch_voice::SinchVoice::new(url))),
+    ("microsoft-graph", |_| Box::new(msgraph::MicrosoftGraph)),
+    ("sns", |_| Box::new(SnsSource::default())),
+    ("paypal", |_| Box::new(PayPalSource::default())),
+    ("google-oidc", |_| Box::new(GoogleSource::default())),
 ];
 
 impl Scheme {
+    /// The provider behind this scheme: every method below asks it, and
+    /// this is the one place the variants are told apart (besides the typed
+    /// access to a coded provider's options, `provider_as`/`provider_mut`).
+    fn provider(&self) -> ProviderRef<'_> {
+        match self {
+            Scheme::Stripe => ProviderRef::Held(&stripe::Stripe),
+            Scheme::Github => ProviderRef::Held(&github::Github),
+            Scheme::Shopify => ProviderRef::Held(&shopify::Shopify),
+            Scheme::Slack => ProviderRef::Held(&slack::Slack),
+            Scheme::Standard => ProviderRef::Held(&standard::Standard),
+            Scheme::Generic(generic) => ProviderRef::Held(&**generic),
+            Scheme::Preset { preset, generic } => {
+                ProviderRef::Preset(PresetScheme { preset, generic })
+            }
+            Scheme::Coded(coded) => ProviderRef::Held(coded.provider()),
+        }
+    }
+
+    /// The coded provider of type `T` (e.g. [`SnsSource`]) behind this
+    /// scheme, if it is one: only a coded provider has options of its own.
+    pub fn provider_as<T: Provider + 'static>(&self) -> Option<&T> {
+        let Scheme::Coded(coded) = self else {
+            return None;
+        };
+        coded.downcast_ref()
+    }
+
+    /// [`Scheme::provider_as`], to set the provider's options.
+    pub fn provider_mut<T: Provider + 'static>(&mut self) -> Option<&mut T> {
+        let Scheme::Coded(coded) = self else {
+            return None;
+        };
+        coded.downcast_mut()
+    }
+
     /// Whether the event id this scheme reads is covered by the signature.
     /// Where it is not (GitHub's and Shopify's delivery headers), anyone
     /// holding one signed request can send it again under a fresh id, so the
     /// nonce is keyed by the signed bytes instead (DESIGN §2).
     pub fn signs_event_id(&self) -> bool {
-        match self {
-            Scheme::Github | Scheme::Shopify | Scheme::Twilio { .. } => false,
-            // The token signs the sender, not the body.
-            Scheme::GoogleOidc(_) => false,
-            Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => {
-                g.signs(g.event_id.as_ref(), true)
-            }
-            _ => true,
-        }
+        self.provider().signs_event_id()
     }
 
     /// Whether the event type this scheme reads is covered by the signature;
     /// only a signed type is stamped as `X-Verified-Event-Type`.
     pub fn signs_event_type(&self) -> bool {
-        match self {
-            Scheme::Github | Scheme::Shopify | Scheme::MicrosoftGraph | Scheme::GoogleOidc(_) => {
-                false
-            }
-            Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => {
-                g.signs(g.event_type.as_ref(), false)
-            }
-            _ => true,
-        }
+        self.provider().signs_event_type()
     }
 
     /// The `scheme = "…"` word.
     pub fn name(&self) -> &'static str {
-        match self {
-            Scheme::Stripe => "stripe",
-            Scheme::Github => "github",
-            Scheme::Shopify => "shopify",
-            Scheme::Slack => "slack",
-            Scheme::Standard => "standard",
-            Scheme::Generic(_) => "generic",
-            Scheme::Preset { preset, .. } => preset.name,
-            Scheme::Twilio { .. } => "twilio",
-            Scheme::SendGrid => "sendgrid",
-            Scheme::Discord => "discord",
-            Scheme::Metronome => "metronome",
-            Scheme::Increase => "increase",
-            Scheme::Mailgun => "mailgun",
-            Scheme::MessageBird { .. } => "messagebird",
-            Scheme::Adyen => "adyen",
-            Scheme::Plivo { .. } => "plivo",
-            Scheme::SinchVoice { .. } => "sinch-voice",
-            Scheme::MicrosoftGraph => "microsoft-graph",
-            Scheme::Sns(_) => "sns",
-            Scheme::PayPal(_) => "paypal",
-            Scheme::GoogleOidc(_) => "google-oidc",
-        }
+        self.provider().name()
     }
 
     /// The scheme called `name` (any word but `generic`), with the source's
     /// `public_url` for schemes that sign it. `None` for an unknown word.
     pub fn by_name(name: &str, public_url: Option<&str>) -> Option<Scheme> {
-        let url = || public_url.unwrap_or_default().to_owned();
-        Some(match name {
-            "stripe" => Scheme::Stripe,
-            "github" => Scheme::Github,
-            "shopify" => Scheme::Shopify,
-            "slack" => Scheme::Slack,
-            "standard" => Scheme::Standard,
-            "twilio" => Scheme::Twilio { public_url: url() },
-            "sendgrid" => Scheme::SendGrid,
-            "discord" => Scheme::Discord,
-            "metronome" => Scheme::Metronome,
-            "increase" => Scheme::Increase,
-            "mailgun" => Scheme::Mailgun,
-            "messagebird" => Scheme::MessageBird { public_url: url() },
-            "adyen" => Scheme::Adyen,
-            "plivo" => Scheme::Plivo { public_url: url() },
-            "sinch-voice" => Scheme::SinchVoice { public_url: url() },
-            "microsoft-graph" => Scheme::MicrosoftGraph,
-            "sns" => Scheme::Sns(Box::default()),
-            "paypal" => Scheme::PayPal(Box::default()),
-            "google-oidc" => Scheme::GoogleOidc(Box::default()),
-            _ => {
-                let preset = catalog::find(name)?;
-                Scheme::Preset {
-                    preset,
-                    generic: Box::new(preset.generic(public_url)),
-                }
-            }
+        if let Some(core) = CORE.into_iter().find(|s| s.name() == name) {
+            return Some(core);
+        }
+        if let Some((_, build)) = CODED.iter().find(|(word, _)| *word == name) {
+            return Some(Scheme::Coded(Coded::new(build(public_url))));
+        }
+        let preset = catalog::find(name)?;
+        Some(Scheme::Preset {
+            preset,
+            generic: Box::new(preset.generic(public_url)),
         })
     }
 
     /// Every word `by_name` knows: the core five, the coded providers, then
     /// the catalog presets.
     pub fn names() -> impl Iterator<Item = &'static str> {
-        ["stripe", "github", "shopify", "slack", "standard"]
-            .into_iter()
-            .chain(CODED)
+        CORE.into_iter()
+            .map(|s| s.name())
+            .chain(CODED.iter().map(|(name, _)| *name))
             .chain(catalog::PRESETS.iter().map(|p| p.name))
     }
 
     /// Whether the scheme signs the URL the sender posts to, so the source
     /// needs `public_url` (a proxy sees another scheme, host or path).
     pub fn needs_public_url(&self) -> bool {
-        match self {
-            Scheme::Twilio { .. } | Scheme::MessageBird { .. } | Scheme::Plivo { .. } => true,
-            Scheme::SinchVoice { .. } => true,
-            Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => g.uses_url(),
-            _ => false,
-        }
+        self.provider().needs_public_url()
     }
 
     /// Whether the scheme signs a timestamp (and so whether `tolerance` applies).
     pub fn signs_timestamp(&self) -> bool {
-        match self {
-            Scheme::Stripe | Scheme::Slack | Scheme::Standard => true,
-            Scheme::SendGrid | Scheme::Discord => true,
-            Scheme::Metronome | Scheme::Mailgun | Scheme::MessageBird { .. } => true,
-            Scheme::Increase => true,
-            Scheme::SinchVoice { .. } => true,
-            Scheme::Sns(_) | Scheme::PayPal(_) | Scheme::GoogleOidc(_) => true,
-            Scheme::Github | Scheme::Shopify | Scheme::Twilio { .. } => false,
-            Scheme::Adyen | Scheme::Plivo { .. } | Scheme::MicrosoftGraph => false,
-            Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => g.signs_timestamp(),
-        }
+        self.provider().signs_timestamp()
     }
 
     /// The replay window the provider documents, when it documents one;
     /// `None` leaves hookgate's default.
     pub fn default_tolerance(&self) -> Option<Duration> {
-        match self {
-            Scheme::Preset { preset, .. } => preset.tolerance_secs.map(Duration::from_secs),
-            Scheme::Sns(_) => Some(sns::DEFAULT_TOLERANCE),
-            _ => None,
-        }
+        self.provider().default_tolerance()
     }
 
     /// Turns a configured secret into the key this scheme uses (e.g.
@@ -527,22 +431,13 @@ impl Scheme {
     /// parse the key). The error names what is wrong with the value's
     /// shape, never the value.
     pub fn prepare_key(&self, secret: &Secret) -> Result<Secret, String> {
-        match self {
-            Scheme::Standard => standard::prepare_key(secret),
-            Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => g.prepare_key(secret),
-            Scheme::SendGrid => sendgrid::prepare_key(secret),
-            Scheme::Discord => discord::prepare_key(secret),
-            Scheme::Adyen => adyen::prepare_key(secret),
-            Scheme::SinchVoice { .. } => sinch_voice::prepare_key(secret),
-            Scheme::MicrosoftGraph => msgraph::prepare_key(secret),
-            _ if secret.expose().is_empty() => Err("secret is empty".to_owned()),
-            _ => Ok(secret.clone()),
-        }
+        self.provider().prepare_key(secret)
     }
 
     /// Verifies a request: signature (any key, any signature value), then the
     /// timestamp window (both directions, `now` in unix seconds), then the
-    /// body parse for id and type.
+    /// body parse for id and type. A scheme whose key is fetched refuses
+    /// with [`Error::KeyUnavailable`]: it verifies in `verify_fetching`.
     pub fn verify(
         &self,
         keys: &[Secret],
@@ -551,35 +446,7 @@ impl Scheme {
         body: &[u8],
         now: i64,
     ) -> Result<Verified, Error> {
-        match self {
-            Scheme::Stripe => stripe::verify(keys, tolerance, headers, body, now),
-            Scheme::Github => github::verify(keys, headers, body),
-            Scheme::Shopify => shopify::verify(keys, headers, body),
-            Scheme::Slack => slack::verify(keys, tolerance, headers, body, now),
-            Scheme::Standard => standard::verify(keys, tolerance, headers, body, now),
-            Scheme::Generic(g) | Scheme::Preset { generic: g, .. } => {
-                generic::verify(g, keys, tolerance, headers, body, now)
-            }
-            Scheme::Twilio { public_url } => twilio::verify(public_url, keys, headers, body),
-            Scheme::SendGrid => sendgrid::verify(keys, tolerance, headers, body, now),
-            Scheme::Discord => discord::verify(keys, tolerance, headers, body, now),
-            Scheme::Metronome => metronome::verify(keys, tolerance, headers, body, now),
-            Scheme::Increase => increase::verify(keys, tolerance, headers, body, now),
-            Scheme::Mailgun => mailgun::verify(keys, tolerance, body, now),
-            Scheme::MessageBird { public_url } => {
-                messagebird::verify(public_url, keys, tolerance, headers, body, now)
-            }
-            Scheme::Adyen => adyen::verify(keys, body),
-            Scheme::Plivo { public_url } => plivo::verify(public_url, keys, headers, body),
-            Scheme::SinchVoice { public_url } => {
-                sinch_voice::verify(public_url, keys, tolerance, headers, body, now)
-            }
-            Scheme::MicrosoftGraph => msgraph::verify(keys, body),
-            // Their key must be fetched first: see `verify_fetching`.
-            Scheme::Sns(_) | Scheme::PayPal(_) | Scheme::GoogleOidc(_) => {
-                Err(Error::KeyUnavailable)
-            }
-        }
+        self.provider().verify(keys, tolerance, headers, body, now)
     }
 
     /// Whether the key comes from the provider at request time (and so
@@ -590,12 +457,7 @@ impl Scheme {
 
     /// The `[source.keys]` policy of a scheme whose key is fetched.
     pub fn key_policy(&self) -> Option<&KeyPolicy> {
-        match self {
-            Scheme::Sns(s) => Some(&s.keys),
-            Scheme::PayPal(p) => Some(&p.keys),
-            Scheme::GoogleOidc(g) => Some(&g.keys),
-            _ => None,
-        }
+        self.provider().key_policy()
     }
 
     /// Verifies a request as [`Scheme::verify`] does, fetching the
@@ -615,23 +477,10 @@ impl Scheme {
         body: &[u8],
         now: i64,
     ) -> Result<Verified, Error> {
-        // Boxed: a fetch's future is large, and would otherwise size every
-        // request's future.
-        match self {
-            Scheme::Sns(s) => Box::pin(sns::verify(fetcher, s, source, tolerance, body, now)).await,
-            Scheme::PayPal(p) => {
-                Box::pin(paypal::verify(
-                    fetcher, p, source, tolerance, headers, body, now,
-                ))
-                .await
-            }
-            Scheme::GoogleOidc(g) => {
-                Box::pin(google_oidc::verify(
-                    fetcher, g, source, tolerance, headers, body, now,
-                ))
-                .await
-            }
-            other => other.verify(keys, tolerance, headers, body, now),
+        let provider = self.provider();
+        match provider.verify_fetching(fetcher, source, tolerance, headers, body, now) {
+            Some(fetching) => fetching.await,
+            None => provider.verify(keys, tolerance, headers, body, now),
         }
     }
 
@@ -653,43 +502,7 @@ impl Scheme {
         id: Option<&str>,
         timestamp: i64,
     ) -> Result<Vec<(String, String)>, &'static str> {
-        match self {
-            Scheme::Stripe => Ok(stripe::sign(key, body, timestamp)),
-            Scheme::Github => Ok(github::sign(key, body, id)),
-            Scheme::Shopify => Ok(shopify::sign(key, body, id, timestamp)),
-            Scheme::Slack => Ok(slack::sign(key, body, timestamp)),
-            Scheme::Standard => Ok(standard::sign(key, body, id, timestamp)),
-            Scheme::Generic(g) => generic::sign(g, key, body, id, timestamp),
-            Scheme::Preset { preset, generic: g } => {
-                let mut lines = generic::sign(g, key, body, id, timestamp)?;
-                lines.extend(
-                    preset
-                        .sends
-                        .iter()
-                        .map(|(name, value)| ((*name).to_owned(), (*value).to_owned())),
-                );
-                Ok(lines)
-            }
-            Scheme::Twilio { public_url } => Ok(twilio::sign(public_url, key, body, id)),
-            Scheme::SendGrid | Scheme::Discord => {
-                Err("the sender signs with its private key; hookgate only holds the public key")
-            }
-            Scheme::Sns(_) | Scheme::PayPal(_) | Scheme::GoogleOidc(_) => {
-                Err("the provider signs with its private key; hookgate fetches only its public key")
-            }
-            Scheme::Metronome => Ok(metronome::sign(key, body, timestamp)),
-            Scheme::Increase => increase::sign(key, body, id, timestamp),
-            Scheme::Mailgun | Scheme::Adyen | Scheme::MicrosoftGraph => {
-                Err("the signature travels in the body, not in headers")
-            }
-            Scheme::MessageBird { public_url } => {
-                Ok(messagebird::sign(public_url, key, body, id, timestamp))
-            }
-            Scheme::Plivo { public_url } => Ok(plivo::sign(public_url, key, body)),
-            Scheme::SinchVoice { public_url } => {
-                Ok(sinch_voice::sign(public_url, key, body, timestamp))
-            }
-        }
+        self.provider().sign(key, body, id, timestamp)
     }
 
     /// An endpoint check the sender makes with a request other than a signed
@@ -706,18 +519,13 @@ impl Scheme {
         uri: &Uri,
         headers: &HeaderMap,
     ) -> Option<Result<Reply, Error>> {
-        let kind = match self {
-            Scheme::Preset { preset, .. } => preset.handshake?,
-            Scheme::MicrosoftGraph => Handshake::GraphValidationToken,
-            _ => return None,
-        };
+        let kind = self.provider().handshake_before()?;
         handshake::before(kind, keys, verify_token, method, uri, headers)
     }
 
     /// Whether the source takes a `verify_token` (Meta's subscription check).
     pub fn takes_verify_token(&self) -> bool {
-        matches!(self, Scheme::Preset { preset, .. }
-            if preset.handshake == Some(Handshake::MetaVerifyToken))
+        self.provider().takes_verify_token()
     }
 
     /// An endpoint check that arrives as a verified POST (Slack
@@ -731,237 +539,12 @@ impl Scheme {
         headers: &HeaderMap,
         body: &[u8],
     ) -> Option<Reply> {
-        let kind = match self {
-            Scheme::Slack => Handshake::SlackUrlVerification,
-            Scheme::Discord => Handshake::DiscordPing,
-            Scheme::Preset { preset, .. } => preset.handshake?,
-            _ => return None,
-        };
+        let kind = self.provider().handshake_after()?;
         handshake::after(kind, keys, verified, headers, body)
     }
 }
 
-/// Helpers shared by the per-scheme tests, and the checks every scheme must
-/// pass whatever its format.
 #[cfg(test)]
-pub(crate) mod test_support {
-    use std::time::Duration;
-
-    use http::{HeaderMap, HeaderName, HeaderValue};
-
-    use super::{Error, Scheme};
-    use crate::secret::Secret;
-
-    pub(crate) const TOLERANCE: Duration = Duration::from_secs(300);
-
-    pub(crate) fn key(bytes: &[u8]) -> Secret {
-        Secret::new(bytes.to_vec())
-    }
-
-    /// Sets `name` to raw `value` bytes (which may be non-UTF-8), replacing
-    /// any previous value.
-    pub(crate) fn set(headers: &mut HeaderMap, name: &str, value: &[u8]) {
-        let name = HeaderName::from_bytes(name.as_bytes()).expect("test header name is valid");
-        let value = HeaderValue::from_bytes(value).expect("test header value is valid");
-        headers.insert(name, value);
-    }
-
-    pub(crate) fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
-        let mut map = HeaderMap::new();
-        for (name, value) in pairs {
-            set(&mut map, name, value.as_bytes());
-        }
-        map
-    }
-
-    /// The headers `sign` produces, as a request would carry them.
-    pub(crate) fn signed(
-        scheme: &Scheme,
-        key: &Secret,
-        body: &[u8],
-        id: Option<&str>,
-        timestamp: i64,
-    ) -> HeaderMap {
-        let mut map = HeaderMap::new();
-        let lines = scheme
-            .sign(key, body, id, timestamp)
-            .expect("the scheme can sign");
-        for (name, value) in lines {
-            set(&mut map, &name, value.as_bytes());
-        }
-        map
-    }
-
-    /// Header values that no scheme accepts as a signature or timestamp:
-    /// empty, junk, non-UTF-8, far too long, and near-misses of every format.
-    pub(crate) fn garbage() -> Vec<Vec<u8>> {
-        let mut values: Vec<Vec<u8>> = [
-            &b""[..],
-            b" ",
-            b"x",
-            b"\xff\xfe\x80",
-            b"=",
-            b",",
-            b",,,",
-            b"t=",
-            b"t=,v1=",
-            b"t=1,v1=",
-            b"t=\xff,v1=00",
-            b"v1=",
-            b"v0=",
-            b"v0=zz",
-            b"sha256=",
-            b"sha256=zz",
-            b"sha256=0",
-            b"v1,",
-            b"v1,!!!",
-            b"v1a,AAAA",
-            b"-1",
-            b"99999999999999999999999999",
-            b"====",
-            b"\t",
-        ]
-        .iter()
-        .map(|v| v.to_vec())
-        .collect();
-        values.push(vec![b'a'; 64 * 1024]);
-        values.push(vec![0x80; 64 * 1024]);
-        values.push(b"v1,AAAA ".repeat(4096));
-        values.push(b"v1=00,".repeat(4096));
-        values
-    }
-
-    /// Whether an error is one of the signature refusals (400, never 5xx,
-    /// never a parsed body).
-    pub(crate) fn is_signature_error(err: &Error) -> bool {
-        matches!(
-            err,
-            Error::MissingSignature(_) | Error::MalformedSignature(_) | Error::InvalidSignature
-        )
-    }
-
-    /// Every garbage value in every named header of an otherwise valid
-    /// request is refused as a signature error, without panicking.
-    pub(crate) fn garbage_is_refused(
-        scheme: &Scheme,
-        keys: &[Secret],
-        valid: &HeaderMap,
-        body: &[u8],
-        now: i64,
-        names: &[&str],
-    ) {
-        for name in names {
-            for value in garbage() {
-                let mut headers = valid.clone();
-                set(&mut headers, name, &value);
-                match scheme.verify(keys, TOLERANCE, &headers, body, now) {
-                    Err(err) => assert!(
-                        is_signature_error(&err),
-                        "{name}: {:?} gave {err:?}",
-                        String::from_utf8_lossy(&value[..value.len().min(40)])
-                    ),
-                    Ok(v) => panic!(
-                        "{name}: {:?} was accepted: {v:?}",
-                        String::from_utf8_lossy(&value[..value.len().min(40)])
-                    ),
-                }
-            }
-        }
-    }
-
-    /// The checks every scheme must pass, through `sign` and `verify` only:
-    /// round trip, rotation, wrong key, tampered body, missing headers, and the
-    /// window in both directions for schemes that sign a timestamp.
-    /// `body` must be a body the scheme accepts; `signature_headers` are all
-    /// the names the signature may travel under.
-    pub(crate) fn common_checks(
-        scheme: &Scheme,
-        right: &Secret,
-        body: &[u8],
-        signature_headers: &[&str],
-    ) {
-        let wrong = key(b"a key that nobody configured");
-        let ts = 1_700_000_000;
-        let headers = signed(scheme, right, body, Some("evt_common"), ts);
-
-        // Round trip.
-        let ok = scheme
-            .verify(std::slice::from_ref(right), TOLERANCE, &headers, body, ts)
-            .expect("a request made by sign verifies");
-        assert_eq!(ok.secret_index, 0);
-        let expected_ts = scheme.signs_timestamp().then_some(ts);
-        assert_eq!(ok.timestamp, expected_ts);
-
-        // Rotation: the second key matches and is reported.
-        let rotated = [wrong.clone(), right.clone()];
-        let ok = scheme
-            .verify(&rotated, TOLERANCE, &headers, body, ts)
-            .expect("the second key matches");
-        assert_eq!(ok.secret_index, 1);
-
-        // Wrong key, and no key at all.
-        for keys in [&[wrong.clone()][..], &[]] {
-            assert_eq!(
-                scheme.verify(keys, TOLERANCE, &headers, body, ts),
-                Err(Error::InvalidSignature)
-            );
-        }
-
-        // Tampered body: one byte changed, one appended, truncated.
-        let mut changed = body.to_vec();
-        changed[0] ^= 0x01;
-        let mut longer = body.to_vec();
-        longer.push(b' ');
-        for tampered in [&changed[..], &longer[..], &body[..body.len() - 1]] {
-            assert_eq!(
-                scheme.verify(&rotated, TOLERANCE, &headers, tampered, ts),
-                Err(Error::InvalidSignature)
-            );
-        }
-
-        // Missing signature header.
-        let mut missing = headers.clone();
-        for name in signature_headers {
-            missing.remove(*name);
-        }
-        assert!(matches!(
-            scheme.verify(&rotated, TOLERANCE, &missing, body, ts),
-            Err(Error::MissingSignature(_))
-        ));
-        assert!(matches!(
-            scheme.verify(&rotated, TOLERANCE, &HeaderMap::new(), body, ts),
-            Err(Error::MissingSignature(_))
-        ));
-
-        // The window, both directions; the edge itself is inside.
-        let tol = i64::try_from(TOLERANCE.as_secs()).expect("small tolerance");
-        for now in [ts - tol, ts + tol] {
-            assert!(
-                scheme
-                    .verify(&rotated, TOLERANCE, &headers, body, now)
-                    .is_ok()
-            );
-        }
-        for now in [ts - tol - 1, ts + tol + 1, i64::MIN, i64::MAX] {
-            let got = scheme.verify(&rotated, TOLERANCE, &headers, body, now);
-            if scheme.signs_timestamp() {
-                assert_eq!(
-                    got,
-                    Err(Error::TimestampOutsideWindow {
-                        timestamp: ts,
-                        tolerance_secs: TOLERANCE.as_secs()
-                    }),
-                    "now = {now}"
-                );
-            } else {
-                assert!(got.is_ok(), "no timestamp is signed, so no window");
-            }
-        }
-        // A wrong key is refused as such even when the timestamp is stale too:
-        // the signature is checked first.
-        assert_eq!(
-            scheme.verify(&[wrong], TOLERANCE, &headers, body, ts + tol + 1),
-            Err(Error::InvalidSignature)
-        );
-    }
-}
+pub(crate) mod test_support;
+#[cfg(test)]
+mod tests;

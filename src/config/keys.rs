@@ -11,7 +11,7 @@ use toml::Spanned;
 use super::Check;
 use super::raw::{RawKeys, RawSource};
 use crate::keyfetch::{KeyPolicy, KeyUrl};
-use crate::scheme::{GOOGLE_JWKS_HOST, Scheme};
+use crate::scheme::{GOOGLE_JWKS_HOST, GoogleSource, PayPalSource, Scheme, SnsSource};
 
 /// Applies and checks the provider-key options of source `label` on
 /// `scheme`; `None` when one is wrong (each problem reported).
@@ -76,110 +76,17 @@ pub(super) fn apply(
         Some(keys) => policy(c, label, keys),
         None => Some(KeyPolicy::default()),
     };
-    match &mut scheme {
-        Scheme::Sns(s) => {
-            let f = field("topic_arns");
-            match c.required(&r.topic_arns, table.clone(), &f) {
-                Some(list) if list.get_ref().is_empty() => {
-                    c.at(
-                        list,
-                        &f,
-                        "is empty; name the topics (TopicArn) this source accepts",
-                    );
-                    ok = false;
-                }
-                Some(list) => {
-                    for (i, arn) in list.get_ref().iter().enumerate() {
-                        let a = arn.get_ref().trim();
-                        let stem = a.strip_suffix('*').unwrap_or(a);
-                        if !a.starts_with("arn:aws") || stem.contains('*') || a.len() > 256 {
-                            c.at(
-                                arn,
-                                &format!("{label}.topic_arns[{i}]"),
-                                "must be a topic ARN (arn:aws:sns:<region>:<account>:<topic>), \
-                                 optionally ending in `*`",
-                            );
-                            ok = false;
-                        } else {
-                            s.topic_arns.push(a.to_owned());
-                        }
-                    }
-                }
-                None => ok = false,
-            }
-            s.confirm_subscription = r
-                .confirm_subscription
-                .as_ref()
-                .is_some_and(|v| *v.get_ref());
-            s.keys = policy.clone().unwrap_or_default();
-        }
-        Scheme::PayPal(p) => {
-            let f = field("webhook_id");
-            match c.required(&r.webhook_id, table.clone(), &f) {
-                Some(v) => match text(v) {
-                    Ok(id) if !id.contains('|') => p.webhook_id = id,
-                    Ok(_) => {
-                        c.at(v, &f, "may not contain `|`: it separates the signed fields");
-                        ok = false;
-                    }
-                    Err(m) => {
-                        c.at(v, &f, m);
-                        ok = false;
-                    }
-                },
-                None => ok = false,
-            }
-            p.keys = policy.clone().unwrap_or_default();
-        }
-        Scheme::GoogleOidc(g) => {
-            for (key, value, slot) in [
-                ("audience", &r.audience, &mut g.audience),
-                ("email", &r.email, &mut g.email),
-            ] {
-                let f = field(key);
-                match c.required(value, table.clone(), &f) {
-                    Some(v) => match text(v) {
-                        Ok(t) => *slot = t,
-                        Err(m) => {
-                            c.at(v, &f, m);
-                            ok = false;
-                        }
-                    },
-                    None => ok = false,
-                }
-            }
-            let keys = policy.clone().unwrap_or_default();
-            if let Some(raw) = r.keys.as_ref().and_then(|k| k.get_ref().jwks_url.as_ref()) {
-                let f = field("keys.jwks_url");
-                match KeyUrl::parse(raw.get_ref()) {
-                    Some(url) if url.host() == GOOGLE_JWKS_HOST || keys.allows_host(url.host()) => {
-                        g.jwks_url = url;
-                    }
-                    Some(url) => {
-                        c.at(
-                            raw,
-                            &f,
-                            format!(
-                                "host \"{}\" is not Google's ({GOOGLE_JWKS_HOST}); add it to \
-                                 keys.allow_hosts to fetch keys from a test server",
-                                url.host()
-                            ),
-                        );
-                        ok = false;
-                    }
-                    None => {
-                        c.at(raw, &f, "must be an https URL with a host");
-                        ok = false;
-                    }
-                }
-            }
-            g.keys = keys;
-        }
-        _ => {}
+    let keys = policy.clone().unwrap_or_default();
+    if let Some(s) = scheme.provider_mut::<SnsSource>() {
+        ok &= sns(c, label, r, table, s, keys);
+    } else if let Some(p) = scheme.provider_mut::<PayPalSource>() {
+        ok &= paypal(c, label, r, table, p, keys);
+    } else if let Some(g) = scheme.provider_mut::<GoogleSource>() {
+        ok &= google(c, label, r, table, g, keys);
     }
     if let (Some(raw), false) = (
         r.keys.as_ref().and_then(|k| k.get_ref().jwks_url.as_ref()),
-        matches!(scheme, Scheme::GoogleOidc(_)),
+        scheme.provider_as::<GoogleSource>().is_some(),
     ) {
         c.at(
             raw,
@@ -189,6 +96,140 @@ pub(super) fn apply(
         ok = false;
     }
     (ok && policy.is_some()).then_some(scheme)
+}
+
+/// `topic_arns` and `confirm_subscription` of an `sns` source; whether both are right.
+fn sns(
+    c: &mut Check<'_>,
+    label: &str,
+    r: &RawSource,
+    table: Option<std::ops::Range<usize>>,
+    s: &mut SnsSource,
+    keys: KeyPolicy,
+) -> bool {
+    let field = |k: &str| format!("{label}.{k}");
+    let mut ok = true;
+    let f = field("topic_arns");
+    match c.required(&r.topic_arns, table.clone(), &f) {
+        Some(list) if list.get_ref().is_empty() => {
+            c.at(
+                list,
+                &f,
+                "is empty; name the topics (TopicArn) this source accepts",
+            );
+            ok = false;
+        }
+        Some(list) => {
+            for (i, arn) in list.get_ref().iter().enumerate() {
+                let a = arn.get_ref().trim();
+                let stem = a.strip_suffix('*').unwrap_or(a);
+                if !a.starts_with("arn:aws") || stem.contains('*') || a.len() > 256 {
+                    c.at(
+                        arn,
+                        &format!("{label}.topic_arns[{i}]"),
+                        "must be a topic ARN (arn:aws:sns:<region>:<account>:<topic>), \
+                         optionally ending in `*`",
+                    );
+                    ok = false;
+                } else {
+                    s.topic_arns.push(a.to_owned());
+                }
+            }
+        }
+        None => ok = false,
+    }
+    s.confirm_subscription = r
+        .confirm_subscription
+        .as_ref()
+        .is_some_and(|v| *v.get_ref());
+    s.keys = keys;
+    ok
+}
+
+/// `webhook_id` of a `paypal` source; whether it is right.
+fn paypal(
+    c: &mut Check<'_>,
+    label: &str,
+    r: &RawSource,
+    table: Option<std::ops::Range<usize>>,
+    p: &mut PayPalSource,
+    keys: KeyPolicy,
+) -> bool {
+    let field = |k: &str| format!("{label}.{k}");
+    let mut ok = true;
+    let f = field("webhook_id");
+    match c.required(&r.webhook_id, table.clone(), &f) {
+        Some(v) => match text(v) {
+            Ok(id) if !id.contains('|') => p.webhook_id = id,
+            Ok(_) => {
+                c.at(v, &f, "may not contain `|`: it separates the signed fields");
+                ok = false;
+            }
+            Err(m) => {
+                c.at(v, &f, m);
+                ok = false;
+            }
+        },
+        None => ok = false,
+    }
+    p.keys = keys;
+    ok
+}
+
+/// `audience`, `email` and `keys.jwks_url` of a `google-oidc` source;
+/// whether they are right.
+fn google(
+    c: &mut Check<'_>,
+    label: &str,
+    r: &RawSource,
+    table: Option<std::ops::Range<usize>>,
+    g: &mut GoogleSource,
+    keys: KeyPolicy,
+) -> bool {
+    let field = |k: &str| format!("{label}.{k}");
+    let mut ok = true;
+    for (key, value, slot) in [
+        ("audience", &r.audience, &mut g.audience),
+        ("email", &r.email, &mut g.email),
+    ] {
+        let f = field(key);
+        match c.required(value, table.clone(), &f) {
+            Some(v) => match text(v) {
+                Ok(t) => *slot = t,
+                Err(m) => {
+                    c.at(v, &f, m);
+                    ok = false;
+                }
+            },
+            None => ok = false,
+        }
+    }
+    if let Some(raw) = r.keys.as_ref().and_then(|k| k.get_ref().jwks_url.as_ref()) {
+        let f = field("keys.jwks_url");
+        match KeyUrl::parse(raw.get_ref()) {
+            Some(url) if url.host() == GOOGLE_JWKS_HOST || keys.allows_host(url.host()) => {
+                g.jwks_url = url;
+            }
+            Some(url) => {
+                c.at(
+                    raw,
+                    &f,
+                    format!(
+                        "host \"{}\" is not Google's ({GOOGLE_JWKS_HOST}); add it to \
+                         keys.allow_hosts to fetch keys from a test server",
+                        url.host()
+                    ),
+                );
+                ok = false;
+            }
+            None => {
+                c.at(raw, &f, "must be an https URL with a host");
+                ok = false;
+            }
+        }
+    }
+    g.keys = keys;
+    ok
 }
 
 fn text(v: &Spanned<String>) -> Result<String, &'static str> {

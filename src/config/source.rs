@@ -9,11 +9,11 @@ use std::time::Duration;
 use http::Uri;
 use toml::Spanned;
 
-use super::check::{Check, resolve_secret};
+use super::check::Check;
 use super::generic::build_generic;
-use super::keys;
-use super::raw::{self, RawSecrets, RawSource};
+use super::raw::{self, RawSource};
 use super::store::{KindWord, StoreInfo};
+use super::{keys, secrets};
 use crate::scheme::Scheme;
 use crate::secret::Secret;
 
@@ -457,85 +457,8 @@ fn source_body(
         .filter(|s| s.fetches_keys())
         .map(Scheme::name);
     let scheme = keys::apply(c, label, r, table.clone(), scheme);
-
-    // Secrets, resolved and prepared for the scheme. Schemes whose key
-    // comes from the provider take none.
-    let secrets_field = field("secrets");
-    let mut secret_files = Vec::new();
-    if let (Some(name), Some(v)) = (remote, &r.secrets) {
-        c.at(
-            v,
-            &secrets_field,
-            format!(
-                "does not apply: scheme \"{name}\" fetches the provider's key itself; remove it"
-            ),
-        );
-    }
-    let required = match remote {
-        Some(_) => None,
-        None => c.required(&r.secrets, table.clone(), &secrets_field),
-    };
-    let keys = match required {
-        None => (remote.is_some() && r.secrets.is_none()).then(Vec::new),
-        Some(s) => match s.get_ref() {
-            RawSecrets::NotAnArray => {
-                c.at(
-                    s,
-                    &secrets_field,
-                    r#"must be an array: secrets = ["…", { env = "NAME" }, { file = "PATH" }]"#,
-                );
-                None
-            }
-            RawSecrets::List(list) if list.is_empty() => {
-                c.at(
-                    s,
-                    &secrets_field,
-                    "is empty; at least one secret is required",
-                );
-                None
-            }
-            RawSecrets::List(list) => {
-                let mut keys = Some(Vec::new());
-                for (j, entry) in list.iter().enumerate() {
-                    let f = format!("{secrets_field}[{j}]");
-                    let key = resolve_secret(c, entry, &f, &mut secret_files).and_then(
-                        |(secret, origin)| match &scheme {
-                            None => None,
-                            Some(scheme) => match scheme.prepare_key(&secret) {
-                                Ok(k) => Some(k),
-                                Err(m) => {
-                                    c.at(entry, &f, format!("{origin}{m}"));
-                                    None
-                                }
-                            },
-                        },
-                    );
-                    match (key, &mut keys) {
-                        (Some(k), Some(keys)) => keys.push(k),
-                        _ => keys = None,
-                    }
-                }
-                keys
-            }
-        },
-    };
-
-    let verify_token = verify_token(
-        c,
-        &field("verify_token"),
-        r,
-        scheme.as_ref(),
-        keys.as_deref(),
-        &mut secret_files,
-    );
-    let resign = resign(
-        c,
-        &field("resign"),
-        r,
-        scheme.as_ref(),
-        keys.as_deref(),
-        &mut secret_files,
-    );
+    // Secrets: `secrets` prepared for the scheme, `verify_token`, `[source.resign]`.
+    let secrets = secrets::build(c, label, r, table.clone(), scheme.as_ref(), remote);
 
     // Tolerance: only for schemes that sign a timestamp.
     let tolerance_field = field("tolerance");
@@ -727,8 +650,8 @@ fn source_body(
 
     Some(SourceBody {
         scheme: scheme?,
-        keys: keys?,
-        secret_files,
+        keys: secrets.keys?,
+        secret_files: secrets.files,
         tolerance: tolerance?,
         event_types: event_types?,
         delivery: delivery?,
@@ -737,87 +660,9 @@ fn source_body(
         retry_schedule: retry_schedule?,
         max_in_flight: max_in_flight?,
         ordering: ordering?,
-        verify_token: verify_token?,
-        resign: resign?,
+        verify_token: secrets.verify_token?,
+        resign: secrets.resign?,
     })
-}
-
-/// `verify_token`: resolved like a `secrets` entry, for schemes with a
-/// verify-token check only, and never one of the signing secrets.
-fn verify_token(
-    c: &mut Check<'_>,
-    field: &str,
-    r: &RawSource,
-    scheme: Option<&Scheme>,
-    keys: Option<&[Secret]>,
-    files: &mut Vec<PathBuf>,
-) -> Option<Option<Secret>> {
-    let Some(entry) = &r.verify_token else {
-        return Some(None);
-    };
-    if let Some(s) = scheme.filter(|s| !s.takes_verify_token()) {
-        c.at(
-            entry,
-            field,
-            format!(
-                "does not apply: scheme \"{}\" makes no verify-token check; remove it",
-                s.name()
-            ),
-        );
-        return None;
-    }
-    let (token, _) = resolve_secret(c, entry, field, files)?;
-    if keys.is_some_and(|keys| keys.iter().any(|k| k.expose() == token.expose())) {
-        c.at(
-            entry,
-            field,
-            "is one of this source's secrets; choose another value: the verify token \
-             travels in URLs, the signing secret must not",
-        );
-        return None;
-    }
-    Some(Some(token))
-}
-
-/// `[source.resign]`: the secret every delivery is signed with afresh
-/// (default: the first of `secrets`), for schemes hookgate can sign.
-fn resign(
-    c: &mut Check<'_>,
-    field: &str,
-    r: &RawSource,
-    scheme: Option<&Scheme>,
-    keys: Option<&[Secret]>,
-    files: &mut Vec<PathBuf>,
-) -> Option<Option<Secret>> {
-    let Some(table) = &r.resign else {
-        return Some(None);
-    };
-    let scheme = scheme?;
-    if let Err(why) = scheme.resign_names() {
-        c.at(
-            table,
-            field,
-            format!(
-                "scheme \"{}\" cannot be re-signed by hookgate: {why}; remove [source.resign]",
-                scheme.name()
-            ),
-        );
-        return None;
-    }
-    match &table.get_ref().secret {
-        None => Some(keys?.first().cloned()),
-        Some(entry) => {
-            let secret_field = format!("{field}.secret");
-            let (secret, origin) = resolve_secret(c, entry, &secret_field, files)?;
-            match scheme.prepare_key(&secret) {
-                Ok(key) => Some(Some(key)),
-                Err(m) => {
-                    c.at(entry, &secret_field, format!("{origin}{m}"));
-                    None
-                }
-            }
-        }
-    }
 }
 
 const NOT_QUEUED: &str = "applies only to delivery = \"queue\"; with forward delivery \

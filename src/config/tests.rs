@@ -2317,9 +2317,8 @@ fn public_url_where_the_url_is_signed() {
     let c = config(&provider("twilio", url));
     assert_eq!(
         c.sources[0].scheme,
-        Scheme::Twilio {
-            public_url: "https://hooks.example.com/twilio?x=1".into()
-        }
+        Scheme::by_name("twilio", Some("https://hooks.example.com/twilio?x=1"))
+            .expect("twilio is a coded scheme")
     );
     assert!(
         config(&provider("square", url)).sources[0]
@@ -2588,17 +2587,19 @@ fn remote(scheme: &str, lines: &str) -> String {
 
 #[test]
 fn provider_key_schemes_take_their_options_and_no_secrets() {
-    use crate::scheme::Scheme;
     let c = config(&remote(
         "sns",
         "topic_arns = [\"arn:aws:sns:us-east-1:123456789012:orders\", \"arn:aws:sns:*\"]\nconfirm_subscription = true\n",
     ));
-    match &c.sources[1].scheme {
-        Scheme::Sns(s) => {
+    match c.sources[1]
+        .scheme
+        .provider_as::<crate::scheme::SnsSource>()
+    {
+        Some(s) => {
             assert!(s.confirm_subscription && !s.keys.is_widened());
             assert_eq!(s.topic_arns.len(), 2);
         }
-        other => panic!("{other:?}"),
+        None => panic!("{:?}", c.sources[1].scheme),
     }
     only(
         &remote("sns", ""),
@@ -2625,20 +2626,26 @@ fn provider_key_schemes_take_their_options_and_no_secrets() {
         "SNS retries for up to an hour"
     );
     let c = config(&remote("paypal", "webhook_id = \"0FV983392A0531201\"\n"));
-    match &c.sources[1].scheme {
-        Scheme::PayPal(p) => assert_eq!(p.webhook_id, "0FV983392A0531201"),
-        other => panic!("{other:?}"),
+    match c.sources[1]
+        .scheme
+        .provider_as::<crate::scheme::PayPalSource>()
+    {
+        Some(p) => assert_eq!(p.webhook_id, "0FV983392A0531201"),
+        None => panic!("{:?}", c.sources[1].scheme),
     }
     let c = config(&remote(
         "google-oidc",
         "audience = \"https://hooks.example.com/push\"\nemail = \"p@x.iam.gserviceaccount.com\"\n",
     ));
-    match &c.sources[1].scheme {
-        Scheme::GoogleOidc(g) => {
+    match c.sources[1]
+        .scheme
+        .provider_as::<crate::scheme::GoogleSource>()
+    {
+        Some(g) => {
             assert_eq!(g.audience, "https://hooks.example.com/push");
             assert_eq!(g.jwks_url.as_str(), crate::scheme::GOOGLE_JWKS);
         }
-        other => panic!("{other:?}"),
+        None => panic!("{:?}", c.sources[1].scheme),
     }
 
     let src = remote("paypal", "webhook_id = \"W\"\nsecrets = [\"s\"]\n");
@@ -2677,7 +2684,6 @@ fn provider_key_schemes_take_their_options_and_no_secrets() {
 
 #[test]
 fn source_keys_widen_hosts_only_explicitly() {
-    use crate::scheme::Scheme;
     let ca = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).expect("cert");
     let secrets = MapSecrets::default().file("/ca.pem", ca.cert.pem().as_bytes());
     let src = remote(
@@ -2685,13 +2691,16 @@ fn source_keys_widen_hosts_only_explicitly() {
         "audience = \"a\"\nemail = \"e\"\n[source.keys]\nallow_hosts = [\"127.0.0.1\"]\nca_file = \"/ca.pem\"\njwks_url = \"https://127.0.0.1:8443/certs\"\n",
     );
     let c = config_with(&src, &secrets);
-    match &c.sources[1].scheme {
-        Scheme::GoogleOidc(g) => {
+    match c.sources[1]
+        .scheme
+        .provider_as::<crate::scheme::GoogleSource>()
+    {
+        Some(g) => {
             assert_eq!(g.jwks_url.host(), "127.0.0.1");
             assert!(g.keys.is_widened());
             assert_eq!(g.keys.extra_roots.len(), 1);
         }
-        other => panic!("{other:?}"),
+        None => panic!("{:?}", c.sources[1].scheme),
     }
     // A test JWKS host without allow_hosts is refused.
     let src = remote(

@@ -22,8 +22,12 @@
 //! the known-answer values are those of Adyen's Python library tests
 //! (Adyen/adyen-python-api-library test/test_util.py and test/mocks/util/).
 
+use std::time::Duration;
+
+use http::HeaderMap;
 use serde_json::Value;
 
+use super::provider::{IN_BODY, Provider};
 use super::{Error, Verified, hmac};
 use crate::secret::Secret;
 
@@ -147,12 +151,55 @@ pub(super) fn verify(keys: &[Secret], body: &[u8]) -> Result<Verified, Error> {
     })
 }
 
+/// `scheme = "adyen"`: HMAC-SHA256 over fields of each notification item,
+/// in the JSON body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Adyen;
+
+impl Provider for Adyen {
+    fn name(&self) -> &'static str {
+        "adyen"
+    }
+
+    fn signs_timestamp(&self) -> bool {
+        false
+    }
+
+    fn prepare_key(&self, secret: &Secret) -> Result<Secret, String> {
+        prepare_key(secret)
+    }
+
+    fn verify(
+        &self,
+        keys: &[Secret],
+        _tolerance: Duration,
+        _headers: &HeaderMap,
+        body: &[u8],
+        _now: i64,
+    ) -> Result<Verified, Error> {
+        verify(keys, body)
+    }
+
+    fn sign(
+        &self,
+        _key: &Secret,
+        _body: &[u8],
+        _id: Option<&str>,
+        _timestamp: i64,
+    ) -> Result<Vec<(String, String)>, &'static str> {
+        Err(IN_BODY.sign)
+    }
+
+    fn resign_names(&self) -> Result<Vec<String>, &'static str> {
+        Err(IN_BODY.resign)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use http::HeaderMap;
 
-    use super::super::Scheme;
-    use super::super::test_support::{TOLERANCE, key};
+    use super::super::test_support::{TOLERANCE, coded, key};
     use super::*;
 
     // Adyen/adyen-python-api-library test/test_util.py (test_notification_request_item_hmac):
@@ -168,13 +215,13 @@ mod tests {
     const BACKSLASH: &str = r#"{"live":"false","notificationItems":[{"NotificationRequestItem":{"additionalData":{"acquirerCode":"TestPmmAcquirer","acquirerReference":"DZMKWLXW6N6","authCode":"076181","avsResult":"5 No AVS data provided","avsResultRaw":"5","cardSummary":"1111","checkout.cardAddedBrand":"visa","cvcResult":"1 Matches","cvcResultRaw":"M","expiryDate":"03/2030","hmacSignature":"nIgT81gaB5oJpn2jPXupDq68iRo2wUlBsuYjtYfwKqo=","paymentMethod":"visa","refusalReasonRaw":"AUTHORISED","retry.attempt1.acquirer":"TestPmmAcquirer","retry.attempt1.acquirerAccount":"TestPmmAcquirerAccount","retry.attempt1.avsResultRaw":"5","retry.attempt1.rawResponse":"AUTHORISED","retry.attempt1.responseCode":"Approved","retry.attempt1.scaExemptionRequested":"lowValue","scaExemptionRequested":"lowValue"},"amount":{"currency":"EUR","value":1000},"eventCode":"AUTHORISATION","eventDate":"2023-01-09T16:27:29+01:00","merchantAccountCode":"AntoniStroinski","merchantReference":"\\\\slashes are fun","operations":["CANCEL","CAPTURE","REFUND"],"paymentMethod":"visa","pspReference":"T7FD4VM4D3RZNN82","reason":"076181:1111:03/2030","success":"true"}}]}"#;
 
     fn scheme_key(hex_key: &str) -> Secret {
-        Scheme::Adyen
+        coded(Adyen)
             .prepare_key(&key(hex_key.as_bytes()))
             .expect("a hex key")
     }
 
     fn check(keys: &[Secret], body: &str) -> Result<Verified, Error> {
-        Scheme::Adyen.verify(keys, TOLERANCE, &HeaderMap::new(), body.as_bytes(), 0)
+        coded(Adyen).verify(keys, TOLERANCE, &HeaderMap::new(), body.as_bytes(), 0)
     }
 
     #[test]
@@ -280,16 +327,16 @@ mod tests {
 
     #[test]
     fn keys_are_hex() {
-        assert!(Scheme::Adyen.prepare_key(&key(b"")).is_err());
-        assert!(Scheme::Adyen.prepare_key(&key(b"not hex")).is_err());
-        assert!(Scheme::Adyen.prepare_key(&key(b"abc")).is_err());
-        assert!(Scheme::Adyen.prepare_key(&key(KEY.as_bytes())).is_ok());
+        assert!(coded(Adyen).prepare_key(&key(b"")).is_err());
+        assert!(coded(Adyen).prepare_key(&key(b"not hex")).is_err());
+        assert!(coded(Adyen).prepare_key(&key(b"abc")).is_err());
+        assert!(coded(Adyen).prepare_key(&key(KEY.as_bytes())).is_ok());
     }
 
     #[test]
     fn sign_is_refused() {
         assert!(
-            Scheme::Adyen
+            coded(Adyen)
                 .sign(&scheme_key(KEY), ITEM.as_bytes(), None, 0)
                 .is_err()
         );

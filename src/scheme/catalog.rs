@@ -1,15 +1,23 @@
 //! The provider catalog: real senders described as rows of one declarative
 //! table, each a configuration of the generic engine (`generic.rs`). Senders
-//! whose check needs code (form parameters, public keys) have their own file
-//! and enum arm; they are listed here too so the docs table is complete.
+//! whose check needs code (form parameters, public keys) are a type each
+//! behind [`Provider`], in a file of their own; the docs table lists them
+//! too (`catalog/docs.rs`), so it is complete.
 //!
 //! Every row names where its test vector comes from; `docs/providers.md` is
 //! rendered from this file by a test (`HOOKGATE_WRITE_DOCS=1` rewrites it),
 //! so the page cannot drift from the code.
 
-use http::HeaderName;
+use std::time::Duration;
 
-use super::{Algorithm, Encoding, Generic, Labels, Locator, SecretEncoding, TimestampFormat};
+use http::{HeaderMap, HeaderName};
+
+use super::provider::Provider;
+use super::{
+    Algorithm, Encoding, Error, Generic, Labels, Locator, SecretEncoding, TimestampFormat, Verified,
+};
+use crate::keyfetch::KeyPolicy;
+use crate::secret::Secret;
 
 /// Where a value comes from in a preset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1660,6 +1668,93 @@ impl Preset {
                 },
             },
         }
+    }
+}
+
+/// A catalog preset as a provider: the source's generic description of the
+/// sender, under the preset's name, with what the preset adds (its
+/// documented window, the fixed headers it sends, its endpoint check).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PresetScheme<'a> {
+    pub(super) preset: &'static Preset,
+    pub(super) generic: &'a Generic,
+}
+
+impl Provider for PresetScheme<'_> {
+    fn name(&self) -> &'static str {
+        self.preset.name
+    }
+
+    fn signs_timestamp(&self) -> bool {
+        self.generic.signs_timestamp()
+    }
+
+    fn signs_event_id(&self) -> bool {
+        Provider::signs_event_id(self.generic)
+    }
+
+    fn signs_event_type(&self) -> bool {
+        Provider::signs_event_type(self.generic)
+    }
+
+    fn needs_public_url(&self) -> bool {
+        self.generic.uses_url()
+    }
+
+    fn default_tolerance(&self) -> Option<Duration> {
+        self.preset.tolerance_secs.map(Duration::from_secs)
+    }
+
+    fn prepare_key(&self, secret: &Secret) -> Result<Secret, String> {
+        self.generic.prepare_key(secret)
+    }
+
+    fn key_policy(&self) -> Option<&KeyPolicy> {
+        self.generic.key_policy()
+    }
+
+    fn verify(
+        &self,
+        keys: &[Secret],
+        tolerance: Duration,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: i64,
+    ) -> Result<Verified, Error> {
+        self.generic.verify(keys, tolerance, headers, body, now)
+    }
+
+    fn sign(
+        &self,
+        key: &Secret,
+        body: &[u8],
+        id: Option<&str>,
+        timestamp: i64,
+    ) -> Result<Vec<(String, String)>, &'static str> {
+        let mut lines = self.generic.sign(key, body, id, timestamp)?;
+        lines.extend(
+            self.preset
+                .sends
+                .iter()
+                .map(|(name, value)| ((*name).to_owned(), (*value).to_owned())),
+        );
+        Ok(lines)
+    }
+
+    fn resign_names(&self) -> Result<Vec<String>, &'static str> {
+        self.generic.resign_names()
+    }
+
+    fn handshake_before(&self) -> Option<Handshake> {
+        self.preset.handshake
+    }
+
+    fn handshake_after(&self) -> Option<Handshake> {
+        self.preset.handshake
+    }
+
+    fn takes_verify_token(&self) -> bool {
+        self.preset.handshake == Some(Handshake::MetaVerifyToken)
     }
 }
 

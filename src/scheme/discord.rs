@@ -15,7 +15,9 @@ use std::time::Duration;
 use http::HeaderMap;
 use ring::signature::ED25519;
 
+use super::Handshake;
 use super::json::json_fields;
+use super::provider::{Provider, SENDER_PRIVATE_KEY};
 use super::{Error, Verified, hmac};
 use crate::secret::Secret;
 
@@ -60,10 +62,57 @@ pub(super) fn verify(
     })
 }
 
+/// `scheme = "discord"`: Ed25519 over the timestamp and body; the key is
+/// the application's public key. Its signed PING is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Discord;
+
+impl Provider for Discord {
+    fn name(&self) -> &'static str {
+        "discord"
+    }
+
+    fn signs_timestamp(&self) -> bool {
+        true
+    }
+
+    fn prepare_key(&self, secret: &Secret) -> Result<Secret, String> {
+        prepare_key(secret)
+    }
+
+    fn verify(
+        &self,
+        keys: &[Secret],
+        tolerance: Duration,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: i64,
+    ) -> Result<Verified, Error> {
+        verify(keys, tolerance, headers, body, now)
+    }
+
+    fn sign(
+        &self,
+        _key: &Secret,
+        _body: &[u8],
+        _id: Option<&str>,
+        _timestamp: i64,
+    ) -> Result<Vec<(String, String)>, &'static str> {
+        Err(SENDER_PRIVATE_KEY.sign)
+    }
+
+    fn resign_names(&self) -> Result<Vec<String>, &'static str> {
+        Err(SENDER_PRIVATE_KEY.resign)
+    }
+
+    fn handshake_after(&self) -> Option<Handshake> {
+        Some(Handshake::DiscordPing)
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::Scheme;
-    use super::super::test_support::{TOLERANCE, garbage_is_refused, headers, key};
+    use super::super::test_support::{TOLERANCE, coded, garbage_is_refused, headers, key};
     use super::*;
 
     // No published Discord vector (discord-interactions-js signs with a key
@@ -81,7 +130,7 @@ mod tests {
     const OTHER_KEY: &[u8] = b"3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c";
 
     fn prepared(k: &[u8]) -> Secret {
-        Scheme::Discord
+        coded(Discord)
             .prepare_key(&key(k))
             .expect("a valid public key")
     }
@@ -96,7 +145,7 @@ mod tests {
     #[test]
     fn cross_checked_signatures_verify() {
         let keys = [prepared(OTHER_KEY), prepared(PUBLIC_KEY)];
-        let got = Scheme::Discord.verify(&keys, TOLERANCE, &signed(COMMAND_SIG), COMMAND, TS);
+        let got = coded(Discord).verify(&keys, TOLERANCE, &signed(COMMAND_SIG), COMMAND, TS);
         assert_eq!(
             got,
             Ok(Verified {
@@ -106,14 +155,14 @@ mod tests {
                 secret_index: 1,
             })
         );
-        let ping = Scheme::Discord.verify(&keys, TOLERANCE, &signed(PING_SIG), PING, TS);
+        let ping = coded(Discord).verify(&keys, TOLERANCE, &signed(PING_SIG), PING, TS);
         let ping = ping.expect("the PING verifies");
-        let reply = Scheme::Discord.handshake_after(&keys, &ping, &signed(PING_SIG), PING);
+        let reply = coded(Discord).handshake_after(&keys, &ping, &signed(PING_SIG), PING);
         assert_eq!(reply.map(|r| r.body), Some(br#"{"type":1}"#.to_vec()));
-        let not_ping = Scheme::Discord.verify(&keys, TOLERANCE, &signed(COMMAND_SIG), COMMAND, TS);
+        let not_ping = coded(Discord).verify(&keys, TOLERANCE, &signed(COMMAND_SIG), COMMAND, TS);
         let not_ping = not_ping.expect("the command verifies");
         assert_eq!(
-            Scheme::Discord.handshake_after(&keys, &not_ping, &signed(COMMAND_SIG), COMMAND),
+            coded(Discord).handshake_after(&keys, &not_ping, &signed(COMMAND_SIG), COMMAND),
             None
         );
     }
@@ -121,7 +170,7 @@ mod tests {
     #[test]
     fn tampering_is_refused() {
         let keys = [prepared(PUBLIC_KEY)];
-        let s = Scheme::Discord;
+        let s = coded(Discord);
         assert_eq!(
             s.verify(
                 &[prepared(OTHER_KEY)],
@@ -158,7 +207,7 @@ mod tests {
     fn garbage_never_panics() {
         let keys = [prepared(PUBLIC_KEY)];
         garbage_is_refused(
-            &Scheme::Discord,
+            &coded(Discord),
             &keys,
             &signed(PING_SIG),
             PING,

@@ -41,7 +41,8 @@ use sha2::{Digest as _, Sha256};
 
 use super::hmac;
 use super::json::{self, Field, json_fields};
-use super::{Algorithm, Encoding, Error, Generic, Locator, SecretEncoding, Verified};
+use super::provider::Provider;
+use super::{Algorithm, Encoding, Error, Generic, Locator, SecretEncoding, Verified, resign};
 use crate::secret::Secret;
 
 /// Longest signature header value considered; longer ones are malformed
@@ -634,6 +635,58 @@ pub(super) fn sign(
     }
     out.extend(extra.iter().cloned());
     Ok(out)
+}
+
+/// `scheme = "generic"`: the sender its `[source.generic]` table describes.
+impl Provider for Generic {
+    fn name(&self) -> &'static str {
+        "generic"
+    }
+
+    fn signs_timestamp(&self) -> bool {
+        Generic::signs_timestamp(self)
+    }
+
+    fn signs_event_id(&self) -> bool {
+        self.signs(self.event_id.as_ref(), true)
+    }
+
+    fn signs_event_type(&self) -> bool {
+        self.signs(self.event_type.as_ref(), false)
+    }
+
+    fn needs_public_url(&self) -> bool {
+        self.uses_url()
+    }
+
+    fn prepare_key(&self, secret: &Secret) -> Result<Secret, String> {
+        Generic::prepare_key(self, secret)
+    }
+
+    fn verify(
+        &self,
+        keys: &[Secret],
+        tolerance: Duration,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: i64,
+    ) -> Result<Verified, Error> {
+        verify(self, keys, tolerance, headers, body, now)
+    }
+
+    fn sign(
+        &self,
+        key: &Secret,
+        body: &[u8],
+        id: Option<&str>,
+        timestamp: i64,
+    ) -> Result<Vec<(String, String)>, &'static str> {
+        sign(self, key, body, id, timestamp)
+    }
+
+    fn resign_names(&self) -> Result<Vec<String>, &'static str> {
+        resign::generic_names(self)
+    }
 }
 
 #[cfg(test)]

@@ -4,10 +4,13 @@
 //!
 //! Source: <https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries>.
 
+use std::time::Duration;
+
 use http::HeaderMap;
 use http::header::HeaderName;
 
 use super::hmac;
+use super::provider::{Provider, names};
 use super::{Error, Verified};
 use crate::secret::Secret;
 
@@ -45,6 +48,53 @@ pub(super) fn sign(key: &Secret, body: &[u8], id: Option<&str>) -> Vec<(String, 
             id.map_or_else(hmac::random_id, str::to_owned),
         ),
     ]
+}
+
+/// `scheme = "github"`: the delivery id and event headers are not signed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Github;
+
+impl Provider for Github {
+    fn name(&self) -> &'static str {
+        "github"
+    }
+
+    fn signs_timestamp(&self) -> bool {
+        false
+    }
+
+    fn signs_event_id(&self) -> bool {
+        false
+    }
+
+    fn signs_event_type(&self) -> bool {
+        false
+    }
+
+    fn verify(
+        &self,
+        keys: &[Secret],
+        _tolerance: Duration,
+        headers: &HeaderMap,
+        body: &[u8],
+        _now: i64,
+    ) -> Result<Verified, Error> {
+        verify(keys, headers, body)
+    }
+
+    fn sign(
+        &self,
+        key: &Secret,
+        body: &[u8],
+        id: Option<&str>,
+        _timestamp: i64,
+    ) -> Result<Vec<(String, String)>, &'static str> {
+        Ok(sign(key, body, id))
+    }
+
+    fn resign_names(&self) -> Result<Vec<String>, &'static str> {
+        names(&["x-hub-signature-256"])
+    }
 }
 
 #[cfg(test)]

@@ -24,8 +24,10 @@ use ring::signature::RSA_PKCS1_2048_8192_SHA256;
 use serde_json::Value;
 
 use super::json::json_fields;
-use super::{Error, GoogleSource, Verified, hmac};
-use crate::keyfetch::{FetchError, Fetcher, KeyKind, Keys};
+use super::provider::{FETCHED_KEY, Fetching, Provider};
+use super::{Error, Verified, hmac};
+use crate::keyfetch::{FetchError, Fetcher, KeyKind, KeyPolicy, KeyUrl, Keys};
+use crate::secret::Secret;
 
 const AUTHORIZATION: &str = "authorization";
 /// Where Google publishes the keys its ID tokens are signed with.
@@ -168,6 +170,93 @@ pub(super) async fn verify(
             .map_err(unavailable)?;
     }
     verify_with(&token, &keys, settings, tolerance, body, now)
+}
+
+/// `scheme = "google-oidc"`: a Google-signed OIDC token (Pub/Sub push),
+/// checked against Google's fetched keys and who the token must be for and
+/// from. The token signs the sender, not the body: neither the event id
+/// nor the type is signed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GoogleSource {
+    /// The `aud` claim: the audience set on the push subscription.
+    pub audience: String,
+    /// The service account the push runs as (`email` claim).
+    pub email: String,
+    /// Google's JWK Set unless a test overrides it.
+    pub jwks_url: KeyUrl,
+    pub keys: KeyPolicy,
+}
+
+impl Default for GoogleSource {
+    fn default() -> Self {
+        GoogleSource {
+            audience: String::new(),
+            email: String::new(),
+            jwks_url: KeyUrl::parse(GOOGLE_JWKS).expect("Google's JWKS URL is a valid https URL"),
+            keys: KeyPolicy::default(),
+        }
+    }
+}
+
+impl Provider for GoogleSource {
+    fn name(&self) -> &'static str {
+        "google-oidc"
+    }
+
+    fn signs_timestamp(&self) -> bool {
+        true
+    }
+
+    fn signs_event_id(&self) -> bool {
+        false
+    }
+
+    fn signs_event_type(&self) -> bool {
+        false
+    }
+
+    fn key_policy(&self) -> Option<&KeyPolicy> {
+        Some(&self.keys)
+    }
+
+    fn verify(
+        &self,
+        _keys: &[Secret],
+        _tolerance: Duration,
+        _headers: &HeaderMap,
+        _body: &[u8],
+        _now: i64,
+    ) -> Result<Verified, Error> {
+        Err(Error::KeyUnavailable)
+    }
+
+    fn verify_fetching<'a>(
+        &'a self,
+        fetcher: &'a Fetcher,
+        source: &'a str,
+        tolerance: Duration,
+        headers: &'a HeaderMap,
+        body: &'a [u8],
+        now: i64,
+    ) -> Option<Fetching<'a>> {
+        Some(Box::pin(verify(
+            fetcher, self, source, tolerance, headers, body, now,
+        )))
+    }
+
+    fn sign(
+        &self,
+        _key: &Secret,
+        _body: &[u8],
+        _id: Option<&str>,
+        _timestamp: i64,
+    ) -> Result<Vec<(String, String)>, &'static str> {
+        Err(FETCHED_KEY.sign)
+    }
+
+    fn resign_names(&self) -> Result<Vec<String>, &'static str> {
+        Err(FETCHED_KEY.resign)
+    }
 }
 
 #[cfg(test)]

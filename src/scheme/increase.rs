@@ -29,6 +29,7 @@ use std::time::Duration;
 use http::{HeaderMap, HeaderName};
 
 use super::json::json_fields;
+use super::provider::{Provider, names};
 use super::{
     Encoding, Error, Generic, Labels, Locator, SecretEncoding, TimestampFormat, Verified, generic,
 };
@@ -112,10 +113,55 @@ pub(super) fn sign(
     generic::sign(&CURRENT, key, body, id, timestamp)
 }
 
+/// `scheme = "increase"`: Standard Webhooks headers keyed with the raw
+/// secret, or the older `Increase-Webhook-Signature: t=…,v1=…`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Increase;
+
+impl Provider for Increase {
+    fn name(&self) -> &'static str {
+        "increase"
+    }
+
+    fn signs_timestamp(&self) -> bool {
+        true
+    }
+
+    fn verify(
+        &self,
+        keys: &[Secret],
+        tolerance: Duration,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: i64,
+    ) -> Result<Verified, Error> {
+        verify(keys, tolerance, headers, body, now)
+    }
+
+    fn sign(
+        &self,
+        key: &Secret,
+        body: &[u8],
+        id: Option<&str>,
+        timestamp: i64,
+    ) -> Result<Vec<(String, String)>, &'static str> {
+        sign(key, body, id, timestamp)
+    }
+
+    fn resign_names(&self) -> Result<Vec<String>, &'static str> {
+        names(&[
+            "webhook-signature",
+            "webhook-timestamp",
+            "increase-webhook-signature",
+        ])
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::Scheme;
-    use super::super::test_support::{TOLERANCE, common_checks, garbage_is_refused, headers, key};
+    use super::super::test_support::{
+        TOLERANCE, coded, common_checks, garbage_is_refused, headers, key,
+    };
     use super::*;
 
     // Values of the current format: the secret, id, time and body below,
@@ -146,7 +192,7 @@ mod tests {
 
     #[test]
     fn current_sdk_delivery_verifies() {
-        let got = Scheme::Increase.verify(&[key(SECRET)], TOLERANCE, &current_headers(), BODY, TS);
+        let got = coded(Increase).verify(&[key(SECRET)], TOLERANCE, &current_headers(), BODY, TS);
         assert_eq!(
             got,
             Ok(Verified {
@@ -169,7 +215,7 @@ mod tests {
         assert_eq!(decoded, SECRET);
         let h = current_headers();
         assert_eq!(
-            Scheme::Increase.verify(
+            coded(Increase).verify(
                 &[key(b"aW5jcmVhc2Utd2ViaG9vay1zZWNyZXQtMjAyNg")],
                 TOLERANCE,
                 &h,
@@ -178,7 +224,7 @@ mod tests {
             ),
             Err(Error::InvalidSignature)
         );
-        let prepared = Scheme::Increase
+        let prepared = coded(Increase)
             .prepare_key(&key(SECRET))
             .expect("a raw secret is valid");
         assert_eq!(prepared.expose(), SECRET);
@@ -186,7 +232,7 @@ mod tests {
 
     #[test]
     fn current_format_refusals() {
-        let s = Scheme::Increase;
+        let s = coded(Increase);
         let k = [key(SECRET)];
         let mut tampered = BODY.to_vec();
         tampered[20] ^= 1;
@@ -223,7 +269,7 @@ mod tests {
     fn legacy_sdk_vector_still_verifies() {
         let h = headers(&[("increase-webhook-signature", LEGACY_SIG)]);
         let got =
-            Scheme::Increase.verify(&[key(LEGACY_SECRET)], TOLERANCE, &h, LEGACY_BODY, LEGACY_TS);
+            coded(Increase).verify(&[key(LEGACY_SECRET)], TOLERANCE, &h, LEGACY_BODY, LEGACY_TS);
         assert_eq!(
             got,
             Ok(Verified {
@@ -237,7 +283,7 @@ mod tests {
 
     #[test]
     fn both_formats_at_once_are_refused() {
-        let s = Scheme::Increase;
+        let s = coded(Increase);
         // Each format valid on its own; together, refused whichever key is
         // configured, and also when only part of the new family is there.
         let mut both = current_headers();
@@ -265,7 +311,7 @@ mod tests {
 
     #[test]
     fn sign_prints_the_current_format() {
-        let lines = Scheme::Increase
+        let lines = coded(Increase)
             .sign(&key(SECRET), BODY, Some(MSG_ID), TS)
             .expect("HMAC schemes sign");
         assert_eq!(
@@ -281,22 +327,22 @@ mod tests {
     #[test]
     fn a_body_without_an_id_is_malformed_once_verified() {
         let body = br#"{"category":"account.created"}"#;
-        let h = super::super::test_support::signed(&Scheme::Increase, &key(SECRET), body, None, TS);
+        let h = super::super::test_support::signed(&coded(Increase), &key(SECRET), body, None, TS);
         assert_eq!(
-            Scheme::Increase.verify(&[key(SECRET)], TOLERANCE, &h, body, TS),
+            coded(Increase).verify(&[key(SECRET)], TOLERANCE, &h, body, TS),
             Err(Error::MalformedBody("no event id at /id"))
         );
     }
 
     #[test]
     fn common() {
-        common_checks(&Scheme::Increase, &key(SECRET), BODY, &[SIGNATURE]);
+        common_checks(&coded(Increase), &key(SECRET), BODY, &[SIGNATURE]);
     }
 
     #[test]
     fn garbage_never_panics() {
         garbage_is_refused(
-            &Scheme::Increase,
+            &coded(Increase),
             &[key(SECRET)],
             &current_headers(),
             BODY,
@@ -304,7 +350,7 @@ mod tests {
             &[SIGNATURE, TIMESTAMP],
         );
         garbage_is_refused(
-            &Scheme::Increase,
+            &coded(Increase),
             &[key(LEGACY_SECRET)],
             &headers(&[("increase-webhook-signature", LEGACY_SIG)]),
             LEGACY_BODY,

@@ -28,6 +28,7 @@ use std::time::Duration;
 use http::HeaderMap;
 
 use super::json::json_fields;
+use super::provider::{Provider, names};
 use super::{Error, Verified, hmac};
 use crate::secret::Secret;
 
@@ -97,10 +98,51 @@ pub(super) fn sign(key: &Secret, body: &[u8], timestamp: i64) -> Vec<(String, St
     ]
 }
 
+/// `scheme = "metronome"`: HMAC-SHA256 over the `X-Metronome-Date` (or
+/// `Date`) header, a newline and the body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Metronome;
+
+impl Provider for Metronome {
+    fn name(&self) -> &'static str {
+        "metronome"
+    }
+
+    fn signs_timestamp(&self) -> bool {
+        true
+    }
+
+    fn verify(
+        &self,
+        keys: &[Secret],
+        tolerance: Duration,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: i64,
+    ) -> Result<Verified, Error> {
+        verify(keys, tolerance, headers, body, now)
+    }
+
+    fn sign(
+        &self,
+        key: &Secret,
+        body: &[u8],
+        _id: Option<&str>,
+        timestamp: i64,
+    ) -> Result<Vec<(String, String)>, &'static str> {
+        Ok(sign(key, body, timestamp))
+    }
+
+    fn resign_names(&self) -> Result<Vec<String>, &'static str> {
+        names(&["metronome-webhook-signature", "x-metronome-date", "date"])
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::Scheme;
-    use super::super::test_support::{TOLERANCE, common_checks, garbage_is_refused, headers, key};
+    use super::super::test_support::{
+        TOLERANCE, coded, common_checks, garbage_is_refused, headers, key,
+    };
     use super::*;
 
     // Metronome-Industries/metronome-node tests/api-resources/webhooks.test.ts: this body
@@ -119,8 +161,7 @@ mod tests {
 
     #[test]
     fn sdk_vector_verifies() {
-        let got =
-            Scheme::Metronome.verify(&[key(SECRET)], TOLERANCE, &sdk_headers(), BODY, DATE_TS);
+        let got = coded(Metronome).verify(&[key(SECRET)], TOLERANCE, &sdk_headers(), BODY, DATE_TS);
         assert_eq!(
             got,
             Ok(Verified {
@@ -135,7 +176,7 @@ mod tests {
     #[test]
     fn sdk_window_cases() {
         // The same test file: four minutes either way pass, six fail.
-        let s = Scheme::Metronome;
+        let s = coded(Metronome);
         let h = sdk_headers();
         for now in [DATE_TS + 240, DATE_TS - 240] {
             assert!(s.verify(&[key(SECRET)], TOLERANCE, &h, BODY, now).is_ok());
@@ -150,7 +191,7 @@ mod tests {
 
     #[test]
     fn sdk_vector_refuses_wrong_secret_and_tampering() {
-        let s = Scheme::Metronome;
+        let s = coded(Metronome);
         let h = sdk_headers();
         // "should throw an error for invalid secret format" and "for invalid signature".
         for wrong in [&b"invalid secret"[..], b"Zm9v"] {
@@ -184,7 +225,7 @@ mod tests {
 
     #[test]
     fn sign_reproduces_the_sdk_vector() {
-        let lines = Scheme::Metronome
+        let lines = coded(Metronome)
             .sign(&key(SECRET), BODY, None, DATE_TS)
             .expect("HMAC schemes sign");
         assert_eq!(
@@ -213,7 +254,7 @@ mod tests {
             ("X-Metronome-Date", SDK3_DATE),
             ("Metronome-Webhook-Signature", SDK3_SIG),
         ]);
-        let got = Scheme::Metronome.verify(&[key(SDK3_SECRET)], TOLERANCE, &h, SDK3_BODY, SDK3_TS);
+        let got = coded(Metronome).verify(&[key(SDK3_SECRET)], TOLERANCE, &h, SDK3_BODY, SDK3_TS);
         assert_eq!(
             got,
             Ok(Verified {
@@ -230,25 +271,25 @@ mod tests {
             ("Metronome-Webhook-Signature", SIG),
         ]);
         assert!(
-            Scheme::Metronome
+            coded(Metronome)
                 .verify(&[key(SECRET)], TOLERANCE, &moved, BODY, DATE_TS)
                 .is_ok()
         );
         // The window applies to the new header.
         assert!(matches!(
-            Scheme::Metronome.verify(&[key(SDK3_SECRET)], TOLERANCE, &h, SDK3_BODY, SDK3_TS + 301),
+            coded(Metronome).verify(&[key(SDK3_SECRET)], TOLERANCE, &h, SDK3_BODY, SDK3_TS + 301),
             Err(Error::TimestampOutsideWindow { .. })
         ));
         // And a wrong secret is refused.
         assert_eq!(
-            Scheme::Metronome.verify(&[key(SECRET)], TOLERANCE, &h, SDK3_BODY, SDK3_TS),
+            coded(Metronome).verify(&[key(SECRET)], TOLERANCE, &h, SDK3_BODY, SDK3_TS),
             Err(Error::InvalidSignature)
         );
     }
 
     #[test]
     fn both_dates_must_agree() {
-        let s = Scheme::Metronome;
+        let s = coded(Metronome);
         let k = [key(SDK3_SECRET)];
         // The same value under both names (what `sign` prints) is one claim.
         let same = headers(&[
@@ -297,7 +338,7 @@ mod tests {
     fn signed_headers_satisfy_each_era_alone() {
         // What `sign` prints verifies with only the new header (a current
         // SDK ignores `Date`) and with only the old one (an older verifier).
-        let signed = Scheme::Metronome
+        let signed = coded(Metronome)
             .sign(&key(SDK3_SECRET), SDK3_BODY, None, SDK3_TS)
             .expect("HMAC schemes sign");
         for keep in ["X-Metronome-Date", "Date"] {
@@ -308,7 +349,7 @@ mod tests {
                 .collect();
             assert_eq!(pairs.len(), 2);
             assert!(
-                Scheme::Metronome
+                coded(Metronome)
                     .verify(
                         &[key(SDK3_SECRET)],
                         TOLERANCE,
@@ -357,7 +398,7 @@ mod tests {
     #[test]
     fn common() {
         common_checks(
-            &Scheme::Metronome,
+            &coded(Metronome),
             &key(SECRET),
             BODY,
             &["metronome-webhook-signature"],
@@ -367,7 +408,7 @@ mod tests {
     #[test]
     fn garbage_never_panics() {
         garbage_is_refused(
-            &Scheme::Metronome,
+            &coded(Metronome),
             &[key(SECRET)],
             &sdk_headers(),
             BODY,
@@ -379,7 +420,7 @@ mod tests {
             ("Metronome-Webhook-Signature", SDK3_SIG),
         ]);
         garbage_is_refused(
-            &Scheme::Metronome,
+            &coded(Metronome),
             &[key(SDK3_SECRET)],
             &current,
             SDK3_BODY,

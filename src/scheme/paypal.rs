@@ -26,8 +26,10 @@ use http::HeaderMap;
 use ring::signature::RSA_PKCS1_2048_8192_SHA256;
 
 use super::json::json_fields;
-use super::{Error, PayPalSource, Verified, hmac};
+use super::provider::{FETCHED_KEY, Fetching, Provider};
+use super::{Error, Verified, hmac};
 use crate::keyfetch::{Fetcher, KeyKind, KeyPolicy, KeyUrl, Keys};
+use crate::secret::Secret;
 
 const TRANSMISSION_ID: &str = "paypal-transmission-id";
 const TRANSMISSION_TIME: &str = "paypal-transmission-time";
@@ -173,6 +175,68 @@ pub(super) async fn verify(
         body,
         now,
     )
+}
+
+/// `scheme = "paypal"`: RSA over transmission id, time, webhook id and the
+/// body's CRC-32; the certificate is fetched from `PAYPAL-CERT-URL`. The
+/// listener's webhook id is part of what PayPal signs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PayPalSource {
+    pub webhook_id: String,
+    pub keys: KeyPolicy,
+}
+
+impl Provider for PayPalSource {
+    fn name(&self) -> &'static str {
+        "paypal"
+    }
+
+    fn signs_timestamp(&self) -> bool {
+        true
+    }
+
+    fn key_policy(&self) -> Option<&KeyPolicy> {
+        Some(&self.keys)
+    }
+
+    fn verify(
+        &self,
+        _keys: &[Secret],
+        _tolerance: Duration,
+        _headers: &HeaderMap,
+        _body: &[u8],
+        _now: i64,
+    ) -> Result<Verified, Error> {
+        Err(Error::KeyUnavailable)
+    }
+
+    fn verify_fetching<'a>(
+        &'a self,
+        fetcher: &'a Fetcher,
+        source: &'a str,
+        tolerance: Duration,
+        headers: &'a HeaderMap,
+        body: &'a [u8],
+        now: i64,
+    ) -> Option<Fetching<'a>> {
+        Some(Box::pin(verify(
+            fetcher, self, source, tolerance, headers, body, now,
+        )))
+    }
+
+    fn sign(
+        &self,
+        _key: &Secret,
+        _body: &[u8],
+        _id: Option<&str>,
+        _timestamp: i64,
+    ) -> Result<Vec<(String, String)>, &'static str> {
+        Err(FETCHED_KEY.sign)
+    }
+
+    fn resign_names(&self) -> Result<Vec<String>, &'static str> {
+        Err(FETCHED_KEY.resign)
+    }
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use std::time::Duration;
 use http::HeaderMap;
 use ring::signature::ECDSA_P256_SHA256_ASN1;
 
+use super::provider::{Provider, SENDER_PRIVATE_KEY};
 use super::{Error, Verified, hmac};
 use crate::secret::Secret;
 
@@ -76,10 +77,53 @@ pub(super) fn verify(
     })
 }
 
+/// `scheme = "sendgrid"`: ECDSA P-256 over the timestamp and body; the key
+/// is SendGrid's public key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct SendGrid;
+
+impl Provider for SendGrid {
+    fn name(&self) -> &'static str {
+        "sendgrid"
+    }
+
+    fn signs_timestamp(&self) -> bool {
+        true
+    }
+
+    fn prepare_key(&self, secret: &Secret) -> Result<Secret, String> {
+        prepare_key(secret)
+    }
+
+    fn verify(
+        &self,
+        keys: &[Secret],
+        tolerance: Duration,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: i64,
+    ) -> Result<Verified, Error> {
+        verify(keys, tolerance, headers, body, now)
+    }
+
+    fn sign(
+        &self,
+        _key: &Secret,
+        _body: &[u8],
+        _id: Option<&str>,
+        _timestamp: i64,
+    ) -> Result<Vec<(String, String)>, &'static str> {
+        Err(SENDER_PRIVATE_KEY.sign)
+    }
+
+    fn resign_names(&self) -> Result<Vec<String>, &'static str> {
+        Err(SENDER_PRIVATE_KEY.resign)
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::Scheme;
-    use super::super::test_support::{TOLERANCE, garbage_is_refused, headers, key};
+    use super::super::test_support::{TOLERANCE, coded, garbage_is_refused, headers, key};
     use super::*;
 
     // sendgrid/sendgrid-python test/unit/test_eventwebhook.py: the public
@@ -95,7 +139,7 @@ mod tests {
     const OTHER_SIGNATURE: &str = "MEUCIQCtIHJeH93Y+qpYeWrySphQgpNGNr/U+UyUlBkU6n7RAwIgJTz2C+8a8xonZGi6BpSzoQsbVRamr2nlxFDWYNH3j/0=";
 
     fn prepared(k: &[u8]) -> Secret {
-        Scheme::SendGrid
+        coded(SendGrid)
             .prepare_key(&key(k))
             .expect("the SDK's key parses")
     }
@@ -110,7 +154,7 @@ mod tests {
     #[test]
     fn sdk_vector_verifies() {
         let keys = [prepared(OTHER_KEY), prepared(PUBLIC_KEY)];
-        let got = Scheme::SendGrid.verify(&keys, TOLERANCE, &sdk_headers(), PAYLOAD, TS);
+        let got = coded(SendGrid).verify(&keys, TOLERANCE, &sdk_headers(), PAYLOAD, TS);
         assert_eq!(
             got.map(|v| (v.secret_index, v.timestamp)),
             Ok((1, Some(TS)))
@@ -120,7 +164,7 @@ mod tests {
             "-----BEGIN PUBLIC KEY-----\n{}\n-----END PUBLIC KEY-----\n",
             String::from_utf8_lossy(PUBLIC_KEY)
         );
-        let k = Scheme::SendGrid
+        let k = coded(SendGrid)
             .prepare_key(&key(pem.as_bytes()))
             .expect("PEM parses");
         assert_eq!(k, prepared(PUBLIC_KEY));
@@ -129,7 +173,7 @@ mod tests {
     #[test]
     fn tampering_is_refused() {
         let keys = [prepared(PUBLIC_KEY)];
-        let s = Scheme::SendGrid;
+        let s = coded(SendGrid);
         assert_eq!(
             s.verify(
                 &[prepared(OTHER_KEY)],
@@ -185,7 +229,7 @@ mod tests {
             b"AAAA",
             b"MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE",
         ] {
-            assert!(Scheme::SendGrid.prepare_key(&key(bad)).is_err());
+            assert!(coded(SendGrid).prepare_key(&key(bad)).is_err());
         }
     }
 
@@ -193,7 +237,7 @@ mod tests {
     fn garbage_never_panics() {
         let keys = [prepared(PUBLIC_KEY)];
         garbage_is_refused(
-            &Scheme::SendGrid,
+            &coded(SendGrid),
             &keys,
             &sdk_headers(),
             PAYLOAD,

@@ -6,10 +6,13 @@
 //!
 //! Source: <https://shopify.dev/docs/apps/build/webhooks/subscribe/https>.
 
+use std::time::Duration;
+
 use http::HeaderMap;
 use http::header::HeaderName;
 
 use super::hmac;
+use super::provider::{Provider, names};
 use super::{Error, Verified};
 use crate::secret::Secret;
 
@@ -78,6 +81,53 @@ pub(super) fn sign(
             .map(|(name, value)| ((*name).to_owned(), (*value).to_owned())),
     );
     lines
+}
+
+/// `scheme = "shopify"`: the webhook id and topic headers are not signed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Shopify;
+
+impl Provider for Shopify {
+    fn name(&self) -> &'static str {
+        "shopify"
+    }
+
+    fn signs_timestamp(&self) -> bool {
+        false
+    }
+
+    fn signs_event_id(&self) -> bool {
+        false
+    }
+
+    fn signs_event_type(&self) -> bool {
+        false
+    }
+
+    fn verify(
+        &self,
+        keys: &[Secret],
+        _tolerance: Duration,
+        headers: &HeaderMap,
+        body: &[u8],
+        _now: i64,
+    ) -> Result<Verified, Error> {
+        verify(keys, headers, body)
+    }
+
+    fn sign(
+        &self,
+        key: &Secret,
+        body: &[u8],
+        id: Option<&str>,
+        timestamp: i64,
+    ) -> Result<Vec<(String, String)>, &'static str> {
+        Ok(sign(key, body, id, timestamp))
+    }
+
+    fn resign_names(&self) -> Result<Vec<String>, &'static str> {
+        names(&["x-shopify-hmac-sha256", "shopify-hmac-sha256"])
+    }
 }
 
 #[cfg(test)]

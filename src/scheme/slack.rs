@@ -13,8 +13,10 @@ use std::time::Duration;
 
 use http::HeaderMap;
 
+use super::Handshake;
 use super::hmac;
 use super::json::json_fields;
+use super::provider::{Provider, names};
 use super::{Error, Verified};
 use crate::secret::Secret;
 
@@ -67,6 +69,49 @@ pub(super) fn sign(key: &Secret, body: &[u8], timestamp: i64) -> Vec<(String, St
         (SIGNATURE.to_owned(), format!("v0={}", hex::encode(tag))),
         (TIMESTAMP.to_owned(), ts),
     ]
+}
+
+/// `scheme = "slack"`; its signed `url_verification` is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Slack;
+
+impl Provider for Slack {
+    fn name(&self) -> &'static str {
+        "slack"
+    }
+
+    fn signs_timestamp(&self) -> bool {
+        true
+    }
+
+    fn verify(
+        &self,
+        keys: &[Secret],
+        tolerance: Duration,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: i64,
+    ) -> Result<Verified, Error> {
+        verify(keys, tolerance, headers, body, now)
+    }
+
+    fn sign(
+        &self,
+        key: &Secret,
+        body: &[u8],
+        _id: Option<&str>,
+        timestamp: i64,
+    ) -> Result<Vec<(String, String)>, &'static str> {
+        Ok(sign(key, body, timestamp))
+    }
+
+    fn resign_names(&self) -> Result<Vec<String>, &'static str> {
+        names(&["x-slack-signature", "x-slack-request-timestamp"])
+    }
+
+    fn handshake_after(&self) -> Option<Handshake> {
+        Some(Handshake::SlackUrlVerification)
+    }
 }
 
 #[cfg(test)]

@@ -30,13 +30,16 @@
 
 use std::time::Duration;
 
+use http::HeaderMap;
 use ring::signature::{
     RSA_PKCS1_2048_8192_SHA1_FOR_LEGACY_USE_ONLY, RSA_PKCS1_2048_8192_SHA256, RsaParameters,
 };
 use serde_json::{Map, Value};
 
-use super::{Error, SnsSource, Verified, hmac};
+use super::provider::{FETCHED_KEY, Fetching, Provider};
+use super::{Error, Verified, hmac};
 use crate::keyfetch::{Fetcher, KeyKind, KeyPolicy, KeyUrl, Keys};
+use crate::secret::Secret;
 
 const NOTIFICATION: [&str; 6] = [
     "Message",
@@ -269,6 +272,76 @@ async fn confirm(fetcher: &Fetcher, message: &Message, policy: &KeyPolicy, sourc
         Err(e) => {
             tracing::warn!(source, topic, host = url.host(), error = %e, "SNS subscription confirmation failed; the app received the SubscribeURL")
         }
+    }
+}
+
+/// `scheme = "sns"`: AWS SNS messages, RSA over the message's canonical
+/// string, keyed by the certificate each names (its `SigningCertURL`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SnsSource {
+    /// The topics whose messages this source accepts (`TopicArn`, exact or
+    /// with a trailing `*`): AWS signs every topic's messages, so the
+    /// signature alone does not say whose topic sent one.
+    pub topic_arns: Vec<String>,
+    /// `GET` the `SubscribeURL` of a verified `SubscriptionConfirmation`.
+    pub confirm_subscription: bool,
+    pub keys: KeyPolicy,
+}
+
+impl Provider for SnsSource {
+    fn name(&self) -> &'static str {
+        "sns"
+    }
+
+    fn signs_timestamp(&self) -> bool {
+        true
+    }
+
+    fn default_tolerance(&self) -> Option<Duration> {
+        Some(DEFAULT_TOLERANCE)
+    }
+
+    fn key_policy(&self) -> Option<&KeyPolicy> {
+        Some(&self.keys)
+    }
+
+    fn verify(
+        &self,
+        _keys: &[Secret],
+        _tolerance: Duration,
+        _headers: &HeaderMap,
+        _body: &[u8],
+        _now: i64,
+    ) -> Result<Verified, Error> {
+        Err(Error::KeyUnavailable)
+    }
+
+    fn verify_fetching<'a>(
+        &'a self,
+        fetcher: &'a Fetcher,
+        source: &'a str,
+        tolerance: Duration,
+        _headers: &'a HeaderMap,
+        body: &'a [u8],
+        now: i64,
+    ) -> Option<Fetching<'a>> {
+        Some(Box::pin(verify(
+            fetcher, self, source, tolerance, body, now,
+        )))
+    }
+
+    fn sign(
+        &self,
+        _key: &Secret,
+        _body: &[u8],
+        _id: Option<&str>,
+        _timestamp: i64,
+    ) -> Result<Vec<(String, String)>, &'static str> {
+        Err(FETCHED_KEY.sign)
+    }
+
+    fn resign_names(&self) -> Result<Vec<String>, &'static str> {
+        Err(FETCHED_KEY.resign)
     }
 }
 

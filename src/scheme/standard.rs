@@ -18,6 +18,7 @@ use http::HeaderMap;
 
 use super::hmac;
 use super::json::json_fields;
+use super::provider::{Provider, names};
 use super::{Error, Verified};
 use crate::secret::Secret;
 
@@ -119,6 +120,54 @@ pub(super) fn sign(
             format!("v1,{}", hmac::encode_base64(&tag)),
         ),
     ]
+}
+
+/// `scheme = "standard"`: Standard Webhooks, `webhook-*` or `svix-*`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Standard;
+
+impl Provider for Standard {
+    fn name(&self) -> &'static str {
+        "standard"
+    }
+
+    fn signs_timestamp(&self) -> bool {
+        true
+    }
+
+    fn prepare_key(&self, secret: &Secret) -> Result<Secret, String> {
+        prepare_key(secret)
+    }
+
+    fn verify(
+        &self,
+        keys: &[Secret],
+        tolerance: Duration,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: i64,
+    ) -> Result<Verified, Error> {
+        verify(keys, tolerance, headers, body, now)
+    }
+
+    fn sign(
+        &self,
+        key: &Secret,
+        body: &[u8],
+        id: Option<&str>,
+        timestamp: i64,
+    ) -> Result<Vec<(String, String)>, &'static str> {
+        Ok(sign(key, body, id, timestamp))
+    }
+
+    fn resign_names(&self) -> Result<Vec<String>, &'static str> {
+        names(&[
+            "webhook-signature",
+            "webhook-timestamp",
+            "svix-signature",
+            "svix-timestamp",
+        ])
+    }
 }
 
 #[cfg(test)]

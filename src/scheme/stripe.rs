@@ -17,6 +17,7 @@ use http::HeaderMap;
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::hmac;
+use super::provider::{Provider, names};
 use super::{Error, Verified};
 use crate::secret::Secret;
 
@@ -188,6 +189,45 @@ pub(super) fn sign(key: &Secret, body: &[u8], timestamp: i64) -> Vec<(String, St
         SIGNATURE.to_owned(),
         format!("t={t},v1={}", hex::encode(tag)),
     )]
+}
+
+/// `scheme = "stripe"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Stripe;
+
+impl Provider for Stripe {
+    fn name(&self) -> &'static str {
+        "stripe"
+    }
+
+    fn signs_timestamp(&self) -> bool {
+        true
+    }
+
+    fn verify(
+        &self,
+        keys: &[Secret],
+        tolerance: Duration,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: i64,
+    ) -> Result<Verified, Error> {
+        verify(keys, tolerance, headers, body, now)
+    }
+
+    fn sign(
+        &self,
+        key: &Secret,
+        body: &[u8],
+        _id: Option<&str>,
+        timestamp: i64,
+    ) -> Result<Vec<(String, String)>, &'static str> {
+        Ok(sign(key, body, timestamp))
+    }
+
+    fn resign_names(&self) -> Result<Vec<String>, &'static str> {
+        names(&["stripe-signature"])
+    }
 }
 
 #[cfg(test)]

@@ -589,3 +589,14 @@ fn providers_md_is_current() {
 fn at_least_one_hundred_twenty_providers() {
     assert!(CODED.len() + PRESETS.len() >= 120);
 }
+
+#[test]
+fn every_scheme_with_code_of_its_own_has_a_row() {
+    let coded = super::super::Scheme::names().filter(|name| super::find(name).is_none());
+    for name in coded {
+        assert!(
+            CODED.iter().any(|c| c.name == name),
+            "{name} has no row in docs/providers.md"
+        );
+    }
+}
