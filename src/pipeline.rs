@@ -204,7 +204,7 @@ async fn deliver(
     let nonce_id: &str = if source.scheme.signs_event_id() {
         &event_id
     } else {
-        body_digest = hex::encode(Sha256::digest(&body));
+        body_digest = keys::hex(&Sha256::digest(&body));
         &body_digest
     };
     let event = Event {

@@ -12,17 +12,9 @@ pub mod memory;
 pub mod redis;
 
 /// A lease token: 128 random bits as 32 lowercase hex digits. Every claim
-/// takes one (the forward path makes one per request, duplicates included),
-/// so it is written from a table rather than through `format!` or
-/// `hex::encode`.
+/// takes one (the forward path makes one per request, duplicates included).
 pub fn lease_token() -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(32);
-    for byte in rand::random::<[u8; 16]>() {
-        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
-        out.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
-    }
-    out
+    keys::hex(&rand::random::<[u8; 16]>())
 }
 
 /// The state of an event id when a request tries to take it.
