@@ -183,7 +183,9 @@ pub async fn serve<H, F>(
             let activity = Arc::clone(&activity);
             service_fn(move |request: Request<Incoming>| {
                 let busy = Busy::new(&activity);
-                let response = handler(request, peer);
+                // Boxed: hyper keeps room for one request future in every
+                // connection, idle or not, and a delivery's is kilobytes.
+                let response = Box::pin(handler(request, peer));
                 async move {
                     let response = response.await;
                     drop(busy);
@@ -542,17 +544,16 @@ const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// (or a byte or two) would hold its connection slot forever.
 struct FirstBytes<S> {
     inner: S,
-    /// Bytes of the HTTP/2 preface matched so far; `None` once the protocol is known.
-    matched: Option<usize>,
-    deadline: Pin<Box<tokio::time::Sleep>>,
+    /// Bytes of the HTTP/2 preface matched so far and the deadline; `None`
+    /// (the timer dropped) once the protocol is known.
+    pending: Option<(usize, Pin<Box<tokio::time::Sleep>>)>,
 }
 
 impl<S> FirstBytes<S> {
     fn new(inner: S, timeout: Duration) -> Self {
         FirstBytes {
             inner,
-            matched: Some(0),
-            deadline: Box::pin(tokio::time::sleep(timeout)),
+            pending: Some((0, Box::pin(tokio::time::sleep(timeout)))),
         }
     }
 }
@@ -581,10 +582,10 @@ impl<S: AsyncRead + Unpin> AsyncRead for FirstBytes<S> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        let Some(matched) = this.matched else {
+        let Some((matched, deadline)) = &mut this.pending else {
             return Pin::new(&mut this.inner).poll_read(cx, buf);
         };
-        if this.deadline.as_mut().poll(cx).is_ready() {
+        if deadline.as_mut().poll(cx).is_ready() {
             return Poll::Ready(Err(io::Error::new(
                 io::ErrorKind::TimedOut,
                 "no request started within the header read timeout",
@@ -592,7 +593,10 @@ impl<S: AsyncRead + Unpin> AsyncRead for FirstBytes<S> {
         }
         let before = buf.filled().len();
         ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
-        this.matched = advance_preface(matched, &buf.filled()[before..]);
+        match advance_preface(*matched, &buf.filled()[before..]) {
+            Some(m) => *matched = m,
+            None => this.pending = None,
+        }
         Poll::Ready(Ok(()))
     }
 }
