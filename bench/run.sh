@@ -264,7 +264,7 @@ proxy_pids() {
 }
 redis_calls() { # INFO commandstats since the last reset -> "redis_calls=N redis_cmd_set=N ..."
   redis-cli -p "$REDIS_PORT" info commandstats | tr -d '\r' |
-    awk -F'[:=,]' '/^cmdstat_/ { name = substr($1, 9); if (name == "config" || name == "info") next
+    awk -F'[:=,]' '/^cmdstat_/ { name = substr($1, 9); if (name ~ /^(config|info)/) next
       total += $3; printf "redis_cmd_%s=%s ", name, $3 } END { printf "redis_calls=%d", total }'
 }
 measure() { # round mode target pool
