@@ -420,8 +420,10 @@ async fn count_failure(state: &State, runtime: &Runtime, mut envelope: Envelope,
 
 /// Commits a delivered event's nonce without the answer waiting for Redis's
 /// reply. The commit is polled once here, which queues its command on the
-/// store's connection, so a copy of the event that reaches this process
-/// after the answer is claimed behind the commit and finds the event done.
+/// store's connection, and the request yields once so the connection's
+/// task writes it: a copy of the event that reaches this process after the
+/// answer is claimed behind the commit and finds the event done, and a
+/// reader of Redis that saw the answer finds the commit there.
 /// The rest runs in a task the drain waits for ([`State::behind`]); a failed
 /// commit is counted and logged as every store error on the way is, then
 /// retried ([`retry_commit`]).
@@ -445,6 +447,9 @@ async fn commit_behind(
     let done = std::future::poll_fn(|cx| Poll::Ready(commit.as_mut().poll(cx).is_ready())).await;
     if !done {
         state.behind.spawn(commit);
+        // The connection's task was woken by the queued command: letting it
+        // run now puts the command on the wire before the answer.
+        tokio::task::yield_now().await;
     }
 }
 

@@ -196,3 +196,73 @@ async fn a_redis_cluster_store_forwards_each_event_once() {
     }
     assert_eq!(upstream.count(), 20);
 }
+
+/// Without `min_replicas` the sender's answer does not wait for the commit's
+/// reply: with Redis refusing writes for a while (`CLIENT PAUSE … WRITE`,
+/// shorter than a command's timeout, so a waited-for commit would land
+/// before the answer), the 2xx comes back while the key still holds the
+/// in-flight token, and the commit lands once the pause ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_answer_does_not_wait_for_the_commit_and_the_commit_lands() {
+    let redis = RedisServer::start();
+    let upstream = Upstream::start().await;
+    let stripe = SourceSpec::stripe();
+    let gate = ConfigBuilder::new(&upstream.url())
+        .redis(&redis.url())
+        .key_prefix("itgate")
+        .source(stripe.clone())
+        .start()
+        .await;
+    let mut con = redis_connection(&redis.url()).await;
+    let key = "itgate:nonce:stripe:evt_behind";
+    let event = stripe.event("evt_behind", "invoice.paid");
+
+    upstream.hold();
+    let (resp, token) = tokio::join!(gate.send(&stripe, &event), async {
+        upstream.wait_for(1).await;
+        let token: Option<String> = redis::cmd("GET")
+            .arg(key)
+            .query_async(&mut con)
+            .await
+            .expect("GET");
+        // Reads go on; writes wait 0.7 s (a command times out after 1 s).
+        let _: () = redis::cmd("CLIENT")
+            .arg("PAUSE")
+            .arg(700)
+            .arg("WRITE")
+            .query_async(&mut con)
+            .await
+            .expect("CLIENT PAUSE");
+        upstream.release();
+        token
+    });
+    resp.assert_app_ok();
+    let token = token.expect("the claim holds the key while the app works");
+    let right_after: Option<String> = redis::cmd("GET")
+        .arg(key)
+        .query_async(&mut con)
+        .await
+        .expect("GET");
+    assert_eq!(
+        right_after.as_deref(),
+        Some(token.as_str()),
+        "the 2xx came back before the commit was applied"
+    );
+    eventually("the commit lands once writes resume", || async {
+        let mut con = redis_connection(&redis.url()).await;
+        let value: Option<String> = redis::cmd("GET")
+            .arg(key)
+            .query_async(&mut con)
+            .await
+            .map_err(|e| e.to_string())?;
+        match value.as_deref() {
+            Some("done") => Ok(()),
+            other => Err(format!("{key} holds {other:?}")),
+        }
+    })
+    .await;
+    gate.send(&stripe, &event)
+        .await
+        .assert_duplicate("evt_behind");
+    assert_eq!(upstream.count(), 1);
+}
