@@ -18,7 +18,8 @@
 //! max_us=… late_p99_us=…` (`late_p99_us`: the p99 of how late requests left
 //! against their schedule, which says whether the generator kept up).
 //! Run under `cargo bench --bench openloop -- …`; `--bench`, which cargo
-//! adds, is ignored.
+//! adds, is ignored. Without arguments (`cargo test --benches` runs it so)
+//! it checks itself against a local server thread.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
@@ -215,7 +216,75 @@ fn percentile(sorted: &[u64], p: f64) -> u64 {
     sorted[rank.min(sorted.len() - 1)]
 }
 
+/// Without arguments (as `cargo test --benches` runs it): the schedule
+/// against a local server thread that answers every request, 1,000 requests
+/// at 5,000 a second; every one must be answered.
+fn self_test() -> ! {
+    const REQUEST: &[u8] = b"GET /self-test HTTP/1.1\r\nHost: openloop\r\n\r\n";
+    const ANSWER: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+    let listener = match std::net::TcpListener::bind("127.0.0.1:0") {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("openloop self-test: bind: {e}");
+            std::process::exit(1);
+        }
+    };
+    let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
+    let conns = 4;
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(conns).flatten() {
+            std::thread::spawn(move || {
+                let mut stream = stream;
+                let mut buf = [0u8; 4096];
+                let mut pending = 0;
+                while let Ok(n) = stream.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    pending += n;
+                    while pending >= REQUEST.len() {
+                        pending -= REQUEST.len();
+                        if stream.write_all(ANSWER).is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let args = Args {
+        port,
+        pool: String::new(),
+        record_len: REQUEST.len(),
+        rate: 5000,
+        seconds: 1,
+        conns,
+    };
+    let total = 1000;
+    let pool = REQUEST.repeat(total);
+    match run(&args, &pool, total) {
+        Ok((latencies, _)) if latencies.len() == total => {
+            println!("openloop self-test: {total} requests answered on schedule");
+            std::process::exit(0);
+        }
+        Ok((latencies, _)) => {
+            eprintln!(
+                "openloop self-test: {} of {total} answered",
+                latencies.len()
+            );
+            std::process::exit(1);
+        }
+        Err(e) => {
+            eprintln!("openloop self-test: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
 fn main() {
+    if std::env::args().skip(1).all(|a| a == "--bench") {
+        self_test();
+    }
     let args = match parse_args() {
         Ok(a) => a,
         Err(e) => {
