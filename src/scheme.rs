@@ -47,7 +47,7 @@ pub use catalog::{Handshake, Preset};
 pub use google_oidc::{GOOGLE_JWKS, GOOGLE_JWKS_HOST, GoogleSource};
 pub use paypal::PayPalSource;
 use provider::ProviderRef;
-pub use provider::{Coded, DynEq, Fetching, Provider};
+pub use provider::{Coded, Delivery, DynEq, Fetching, Provider, Signing};
 pub use sns::SnsSource;
 
 /// What a successful verification proves about a request.
@@ -446,7 +446,14 @@ impl Scheme {
         body: &[u8],
         now: i64,
     ) -> Result<Verified, Error> {
-        self.provider().verify(keys, tolerance, headers, body, now)
+        let d = Delivery {
+            keys,
+            tolerance,
+            headers,
+            body,
+            now,
+        };
+        self.provider().verify(&d)
     }
 
     /// Whether the key comes from the provider at request time (and so
@@ -477,10 +484,17 @@ impl Scheme {
         body: &[u8],
         now: i64,
     ) -> Result<Verified, Error> {
+        let d = Delivery {
+            keys,
+            tolerance,
+            headers,
+            body,
+            now,
+        };
         let provider = self.provider();
-        match provider.verify_fetching(fetcher, source, tolerance, headers, body, now) {
+        match provider.verify_fetching(fetcher, source, &d) {
             Some(fetching) => fetching.await,
-            None => provider.verify(keys, tolerance, headers, body, now),
+            None => provider.verify(&d),
         }
     }
 
@@ -502,7 +516,13 @@ impl Scheme {
         id: Option<&str>,
         timestamp: i64,
     ) -> Result<Vec<(String, String)>, &'static str> {
-        self.provider().sign(key, body, id, timestamp)
+        let s = Signing {
+            key,
+            body,
+            id,
+            timestamp,
+        };
+        self.provider().sign(&s)
     }
 
     /// An endpoint check the sender makes with a request other than a signed

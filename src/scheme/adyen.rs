@@ -22,12 +22,9 @@
 //! the known-answer values are those of Adyen's Python library tests
 //! (Adyen/adyen-python-api-library test/test_util.py and test/mocks/util/).
 
-use std::time::Duration;
-
-use http::HeaderMap;
 use serde_json::Value;
 
-use super::provider::{IN_BODY, Provider};
+use super::provider::{Delivery, IN_BODY, Provider, Signing};
 use super::{Error, Verified, hmac};
 use crate::secret::Secret;
 
@@ -169,24 +166,11 @@ impl Provider for Adyen {
         prepare_key(secret)
     }
 
-    fn verify(
-        &self,
-        keys: &[Secret],
-        _tolerance: Duration,
-        _headers: &HeaderMap,
-        body: &[u8],
-        _now: i64,
-    ) -> Result<Verified, Error> {
-        verify(keys, body)
+    fn verify(&self, d: &Delivery<'_>) -> Result<Verified, Error> {
+        verify(d.keys, d.body)
     }
 
-    fn sign(
-        &self,
-        _key: &Secret,
-        _body: &[u8],
-        _id: Option<&str>,
-        _timestamp: i64,
-    ) -> Result<Vec<(String, String)>, &'static str> {
+    fn sign(&self, _: &Signing<'_>) -> Result<Vec<(String, String)>, &'static str> {
         Err(IN_BODY.sign)
     }
 

@@ -10,9 +10,9 @@
 
 use std::time::Duration;
 
-use http::{HeaderMap, HeaderName};
+use http::HeaderName;
 
-use super::provider::Provider;
+use super::provider::{Delivery, Provider, Signing};
 use super::{
     Algorithm, Encoding, Error, Generic, Labels, Locator, SecretEncoding, TimestampFormat, Verified,
 };
@@ -1713,25 +1713,12 @@ impl Provider for PresetScheme<'_> {
         self.generic.key_policy()
     }
 
-    fn verify(
-        &self,
-        keys: &[Secret],
-        tolerance: Duration,
-        headers: &HeaderMap,
-        body: &[u8],
-        now: i64,
-    ) -> Result<Verified, Error> {
-        self.generic.verify(keys, tolerance, headers, body, now)
+    fn verify(&self, d: &Delivery<'_>) -> Result<Verified, Error> {
+        self.generic.verify(d)
     }
 
-    fn sign(
-        &self,
-        key: &Secret,
-        body: &[u8],
-        id: Option<&str>,
-        timestamp: i64,
-    ) -> Result<Vec<(String, String)>, &'static str> {
-        let mut lines = self.generic.sign(key, body, id, timestamp)?;
+    fn sign(&self, s: &Signing<'_>) -> Result<Vec<(String, String)>, &'static str> {
+        let mut lines = self.generic.sign(s)?;
         lines.extend(
             self.preset
                 .sends

@@ -41,7 +41,7 @@ use sha2::{Digest as _, Sha256};
 
 use super::hmac;
 use super::json::{self, Field, json_fields};
-use super::provider::Provider;
+use super::provider::{Delivery, Provider, Signing};
 use super::{Algorithm, Encoding, Error, Generic, Locator, SecretEncoding, Verified, resign};
 use crate::secret::Secret;
 
@@ -663,25 +663,12 @@ impl Provider for Generic {
         Generic::prepare_key(self, secret)
     }
 
-    fn verify(
-        &self,
-        keys: &[Secret],
-        tolerance: Duration,
-        headers: &HeaderMap,
-        body: &[u8],
-        now: i64,
-    ) -> Result<Verified, Error> {
-        verify(self, keys, tolerance, headers, body, now)
+    fn verify(&self, d: &Delivery<'_>) -> Result<Verified, Error> {
+        verify(self, d.keys, d.tolerance, d.headers, d.body, d.now)
     }
 
-    fn sign(
-        &self,
-        key: &Secret,
-        body: &[u8],
-        id: Option<&str>,
-        timestamp: i64,
-    ) -> Result<Vec<(String, String)>, &'static str> {
-        sign(self, key, body, id, timestamp)
+    fn sign(&self, s: &Signing<'_>) -> Result<Vec<(String, String)>, &'static str> {
+        sign(self, s.key, s.body, s.id, s.timestamp)
     }
 
     fn resign_names(&self) -> Result<Vec<String>, &'static str> {

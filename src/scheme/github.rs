@@ -4,13 +4,11 @@
 //!
 //! Source: <https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries>.
 
-use std::time::Duration;
-
 use http::HeaderMap;
 use http::header::HeaderName;
 
 use super::hmac;
-use super::provider::{Provider, names};
+use super::provider::{Delivery, Provider, Signing, names};
 use super::{Error, Verified};
 use crate::secret::Secret;
 
@@ -71,25 +69,12 @@ impl Provider for Github {
         false
     }
 
-    fn verify(
-        &self,
-        keys: &[Secret],
-        _tolerance: Duration,
-        headers: &HeaderMap,
-        body: &[u8],
-        _now: i64,
-    ) -> Result<Verified, Error> {
-        verify(keys, headers, body)
+    fn verify(&self, d: &Delivery<'_>) -> Result<Verified, Error> {
+        verify(d.keys, d.headers, d.body)
     }
 
-    fn sign(
-        &self,
-        key: &Secret,
-        body: &[u8],
-        id: Option<&str>,
-        _timestamp: i64,
-    ) -> Result<Vec<(String, String)>, &'static str> {
-        Ok(sign(key, body, id))
+    fn sign(&self, s: &Signing<'_>) -> Result<Vec<(String, String)>, &'static str> {
+        Ok(sign(s.key, s.body, s.id))
     }
 
     fn resign_names(&self) -> Result<Vec<String>, &'static str> {

@@ -24,10 +24,9 @@ use ring::signature::RSA_PKCS1_2048_8192_SHA256;
 use serde_json::Value;
 
 use super::json::json_fields;
-use super::provider::{FETCHED_KEY, Fetching, Provider};
+use super::provider::{Delivery, Provider, fetched_key};
 use super::{Error, Verified, hmac};
 use crate::keyfetch::{FetchError, Fetcher, KeyKind, KeyPolicy, KeyUrl, Keys};
-use crate::secret::Secret;
 
 const AUTHORIZATION: &str = "authorization";
 /// Where Google publishes the keys its ID tokens are signed with.
@@ -149,12 +148,9 @@ pub(super) async fn verify(
     fetcher: &Fetcher,
     settings: &GoogleSource,
     source: &str,
-    tolerance: Duration,
-    headers: &HeaderMap,
-    body: &[u8],
-    now: i64,
+    d: Delivery<'_>,
 ) -> Result<Verified, Error> {
-    let token = parse(headers)?;
+    let token = parse(d.headers)?;
     let unavailable = |_: FetchError| Error::KeyUnavailable;
     let mut keys = fetcher
         .keys(&settings.jwks_url, KeyKind::Jwks, &settings.keys)
@@ -169,7 +165,7 @@ pub(super) async fn verify(
             .await
             .map_err(unavailable)?;
     }
-    verify_with(&token, &keys, settings, tolerance, body, now)
+    verify_with(&token, &keys, settings, d.tolerance, d.body, d.now)
 }
 
 /// `scheme = "google-oidc"`: a Google-signed OIDC token (Pub/Sub push),
@@ -215,48 +211,7 @@ impl Provider for GoogleSource {
         false
     }
 
-    fn key_policy(&self) -> Option<&KeyPolicy> {
-        Some(&self.keys)
-    }
-
-    fn verify(
-        &self,
-        _keys: &[Secret],
-        _tolerance: Duration,
-        _headers: &HeaderMap,
-        _body: &[u8],
-        _now: i64,
-    ) -> Result<Verified, Error> {
-        Err(Error::KeyUnavailable)
-    }
-
-    fn verify_fetching<'a>(
-        &'a self,
-        fetcher: &'a Fetcher,
-        source: &'a str,
-        tolerance: Duration,
-        headers: &'a HeaderMap,
-        body: &'a [u8],
-        now: i64,
-    ) -> Option<Fetching<'a>> {
-        Some(Box::pin(verify(
-            fetcher, self, source, tolerance, headers, body, now,
-        )))
-    }
-
-    fn sign(
-        &self,
-        _key: &Secret,
-        _body: &[u8],
-        _id: Option<&str>,
-        _timestamp: i64,
-    ) -> Result<Vec<(String, String)>, &'static str> {
-        Err(FETCHED_KEY.sign)
-    }
-
-    fn resign_names(&self) -> Result<Vec<String>, &'static str> {
-        Err(FETCHED_KEY.resign)
-    }
+    fetched_key!(verify, keys);
 }
 
 #[cfg(test)]

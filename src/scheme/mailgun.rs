@@ -20,10 +20,8 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
-use http::HeaderMap;
-
 use super::json::{Field, json_fields};
-use super::provider::{IN_BODY, Provider};
+use super::provider::{Delivery, IN_BODY, Provider, Signing};
 use super::{Error, Verified, hmac};
 use crate::secret::Secret;
 
@@ -120,24 +118,11 @@ impl Provider for Mailgun {
         true
     }
 
-    fn verify(
-        &self,
-        keys: &[Secret],
-        tolerance: Duration,
-        _headers: &HeaderMap,
-        body: &[u8],
-        now: i64,
-    ) -> Result<Verified, Error> {
-        verify(keys, tolerance, body, now)
+    fn verify(&self, d: &Delivery<'_>) -> Result<Verified, Error> {
+        verify(d.keys, d.tolerance, d.body, d.now)
     }
 
-    fn sign(
-        &self,
-        _key: &Secret,
-        _body: &[u8],
-        _id: Option<&str>,
-        _timestamp: i64,
-    ) -> Result<Vec<(String, String)>, &'static str> {
+    fn sign(&self, _: &Signing<'_>) -> Result<Vec<(String, String)>, &'static str> {
         Err(IN_BODY.sign)
     }
 

@@ -20,15 +20,12 @@
 //! and the changeNotification resource type (clientState at most 255
 //! characters).
 
-use std::time::Duration;
-
-use http::HeaderMap;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::Handshake;
-use super::provider::{IN_BODY, Provider};
+use super::provider::{Delivery, IN_BODY, Provider, Signing};
 use super::{Error, Verified, hmac};
 use crate::secret::Secret;
 
@@ -131,24 +128,11 @@ impl Provider for MicrosoftGraph {
         prepare_key(secret)
     }
 
-    fn verify(
-        &self,
-        keys: &[Secret],
-        _tolerance: Duration,
-        _headers: &HeaderMap,
-        body: &[u8],
-        _now: i64,
-    ) -> Result<Verified, Error> {
-        verify(keys, body)
+    fn verify(&self, d: &Delivery<'_>) -> Result<Verified, Error> {
+        verify(d.keys, d.body)
     }
 
-    fn sign(
-        &self,
-        _key: &Secret,
-        _body: &[u8],
-        _id: Option<&str>,
-        _timestamp: i64,
-    ) -> Result<Vec<(String, String)>, &'static str> {
+    fn sign(&self, _: &Signing<'_>) -> Result<Vec<(String, String)>, &'static str> {
         Err(IN_BODY.sign)
     }
 

@@ -26,10 +26,9 @@ use http::HeaderMap;
 use ring::signature::RSA_PKCS1_2048_8192_SHA256;
 
 use super::json::json_fields;
-use super::provider::{FETCHED_KEY, Fetching, Provider};
+use super::provider::{Delivery, Provider, fetched_key};
 use super::{Error, Verified, hmac};
 use crate::keyfetch::{Fetcher, KeyKind, KeyPolicy, KeyUrl, Keys};
-use crate::secret::Secret;
 
 const TRANSMISSION_ID: &str = "paypal-transmission-id";
 const TRANSMISSION_TIME: &str = "paypal-transmission-time";
@@ -157,12 +156,9 @@ pub(super) async fn verify(
     fetcher: &Fetcher,
     settings: &PayPalSource,
     source: &str,
-    tolerance: Duration,
-    headers: &HeaderMap,
-    body: &[u8],
-    now: i64,
+    d: Delivery<'_>,
 ) -> Result<Verified, Error> {
-    let transmission = parse(headers, &settings.keys, source)?;
+    let transmission = parse(d.headers, &settings.keys, source)?;
     let keys = fetcher
         .keys(&transmission.cert_url, KeyKind::Certificate, &settings.keys)
         .await
@@ -171,9 +167,9 @@ pub(super) async fn verify(
         &transmission,
         &keys,
         &settings.webhook_id,
-        tolerance,
-        body,
-        now,
+        d.tolerance,
+        d.body,
+        d.now,
     )
 }
 
@@ -195,48 +191,7 @@ impl Provider for PayPalSource {
         true
     }
 
-    fn key_policy(&self) -> Option<&KeyPolicy> {
-        Some(&self.keys)
-    }
-
-    fn verify(
-        &self,
-        _keys: &[Secret],
-        _tolerance: Duration,
-        _headers: &HeaderMap,
-        _body: &[u8],
-        _now: i64,
-    ) -> Result<Verified, Error> {
-        Err(Error::KeyUnavailable)
-    }
-
-    fn verify_fetching<'a>(
-        &'a self,
-        fetcher: &'a Fetcher,
-        source: &'a str,
-        tolerance: Duration,
-        headers: &'a HeaderMap,
-        body: &'a [u8],
-        now: i64,
-    ) -> Option<Fetching<'a>> {
-        Some(Box::pin(verify(
-            fetcher, self, source, tolerance, headers, body, now,
-        )))
-    }
-
-    fn sign(
-        &self,
-        _key: &Secret,
-        _body: &[u8],
-        _id: Option<&str>,
-        _timestamp: i64,
-    ) -> Result<Vec<(String, String)>, &'static str> {
-        Err(FETCHED_KEY.sign)
-    }
-
-    fn resign_names(&self) -> Result<Vec<String>, &'static str> {
-        Err(FETCHED_KEY.resign)
-    }
+    fetched_key!(verify, keys);
 }
 
 #[cfg(test)]

@@ -23,12 +23,10 @@
 //! the known-answer values are those of Plivo's Go SDK tests
 //! (plivo/plivo-go utils_test.go, TestValidateSignatureV3Pass1 and Pass3).
 
-use std::time::Duration;
-
 use http::HeaderMap;
 
 use super::handshake::form_pairs;
-use super::provider::Provider;
+use super::provider::{Delivery, Provider, Signing};
 use super::{Error, Verified, hmac};
 use crate::secret::Secret;
 
@@ -150,25 +148,12 @@ impl Provider for Plivo {
         true
     }
 
-    fn verify(
-        &self,
-        keys: &[Secret],
-        _tolerance: Duration,
-        headers: &HeaderMap,
-        body: &[u8],
-        _now: i64,
-    ) -> Result<Verified, Error> {
-        verify(&self.public_url, keys, headers, body)
+    fn verify(&self, d: &Delivery<'_>) -> Result<Verified, Error> {
+        verify(&self.public_url, d.keys, d.headers, d.body)
     }
 
-    fn sign(
-        &self,
-        key: &Secret,
-        body: &[u8],
-        _id: Option<&str>,
-        _timestamp: i64,
-    ) -> Result<Vec<(String, String)>, &'static str> {
-        Ok(sign(&self.public_url, key, body))
+    fn sign(&self, s: &Signing<'_>) -> Result<Vec<(String, String)>, &'static str> {
+        Ok(sign(&self.public_url, s.key, s.body))
     }
 }
 

@@ -8,7 +8,12 @@
 //! others, listed in `CODED` in `scheme.rs`) and every method of `Scheme`
 //! calls through it. Most providers implement only `name`,
 //! `signs_timestamp`, `verify` and `sign`; the other methods have the
-//! defaults most schemes share.
+//! defaults most schemes share. `verify` sees a [`Delivery`] and `sign`
+//! gets a [`Signing`], each built by `Scheme` on the stack; a provider
+//! forwards their fields to its module's functions. The providers whose
+//! key is fetched (`sns.rs`, `paypal.rs`, `google_oidc.rs`) write their
+//! shared `key_policy`, `verify`, `verify_fetching`, `sign` and
+//! `resign_names` with `fetched_key!`.
 
 use std::any::Any;
 use std::fmt::{self, Debug};
@@ -26,6 +31,36 @@ use crate::secret::Secret;
 /// A verification that fetches the provider's key first.
 pub type Fetching<'a> = Pin<Box<dyn Future<Output = Result<Verified, Error>> + Send + 'a>>;
 
+/// What a verification sees: the request as it arrived and what it is
+/// checked against. Built on the stack by [`Scheme`](super::Scheme) for each
+/// request and lent to the provider.
+#[derive(Clone, Copy)]
+pub struct Delivery<'a> {
+    /// The active keys, in `secrets` order (`Verified::secret_index` counts
+    /// in it); unused by a scheme whose key is fetched.
+    pub keys: &'a [Secret],
+    /// The replay window, both directions, for schemes that sign a timestamp.
+    pub tolerance: Duration,
+    pub headers: &'a HeaderMap,
+    /// The raw body bytes, as received.
+    pub body: &'a [u8],
+    /// Unix seconds.
+    pub now: i64,
+}
+
+/// What a signing gets: the key, the body, and the event id and time to
+/// sign them under.
+#[derive(Clone, Copy)]
+pub struct Signing<'a> {
+    pub key: &'a Secret,
+    pub body: &'a [u8],
+    /// The event id, where the scheme carries one in a header (a fresh
+    /// random id when `None`).
+    pub id: Option<&'a str>,
+    /// Unix seconds.
+    pub timestamp: i64,
+}
+
 /// A signature scheme: how a sender signs, and what hookgate does about it.
 /// The methods are those of [`Scheme`](super::Scheme), which documents them
 /// in full.
@@ -36,29 +71,16 @@ pub trait Provider: Debug + Send + Sync {
     /// Whether the scheme signs a timestamp (and so whether `tolerance` applies).
     fn signs_timestamp(&self) -> bool;
 
-    /// Verifies a request: signature (any key, any signature value), then
+    /// Verifies a delivery: signature (any key, any signature value), then
     /// the timestamp window, then the body parse for id and type. A scheme
     /// whose key is fetched answers [`Error::KeyUnavailable`] here: it
     /// verifies in [`Provider::verify_fetching`].
-    fn verify(
-        &self,
-        keys: &[Secret],
-        tolerance: Duration,
-        headers: &HeaderMap,
-        body: &[u8],
-        now: i64,
-    ) -> Result<Verified, Error>;
+    fn verify(&self, d: &Delivery<'_>) -> Result<Verified, Error>;
 
-    /// Every header of a delivery of `body` signed with `key` at
-    /// `timestamp`, as the provider sends it, or why hookgate cannot sign
+    /// Every header of a delivery of `s.body` signed with `s.key` at
+    /// `s.timestamp`, as the provider sends it, or why hookgate cannot sign
     /// for this scheme.
-    fn sign(
-        &self,
-        key: &Secret,
-        body: &[u8],
-        id: Option<&str>,
-        timestamp: i64,
-    ) -> Result<Vec<(String, String)>, &'static str>;
+    fn sign(&self, s: &Signing<'_>) -> Result<Vec<(String, String)>, &'static str>;
 
     /// Whether the event id read is covered by the signature.
     fn signs_event_id(&self) -> bool {
@@ -98,17 +120,15 @@ pub trait Provider: Debug + Send + Sync {
     }
 
     /// For a scheme whose key comes from the provider: the verification,
-    /// fetching the key first (from `fetcher`'s cache when it holds it).
-    /// Boxed, since a fetch's future is large; `None` (the default, and no
-    /// allocation) for every scheme that verifies with `secrets`.
+    /// fetching the key first (from `fetcher`'s cache when it holds it), with
+    /// `source` naming the source in what it logs. Boxed, since a fetch's
+    /// future is large; `None` (the default, and no allocation) for every
+    /// scheme that verifies with `secrets`.
     fn verify_fetching<'a>(
         &'a self,
         _fetcher: &'a Fetcher,
         _source: &'a str,
-        _tolerance: Duration,
-        _headers: &'a HeaderMap,
-        _body: &'a [u8],
-        _now: i64,
+        _d: &Delivery<'a>,
     ) -> Option<Fetching<'a>> {
         None
     }
@@ -157,6 +177,51 @@ pub(super) const FETCHED_KEY: Refusal = Refusal {
     sign: "the provider signs with its private key; hookgate fetches only its public key",
     resign: "the provider signs with its private key (hookgate fetches only the public key)",
 };
+
+/// The methods every provider whose key hookgate fetches shares, written
+/// inside its `impl Provider` as `fetched_key!(verify, keys);`: `verify` is
+/// the module's `async fn(&Fetcher, &Self, &str, Delivery<'_>) ->
+/// Result<Verified, Error>` and `keys` the provider's `KeyPolicy` field.
+/// Such a provider verifies only with the key it fetches: `key_policy` is
+/// `Some` (so `Scheme::fetches_keys` holds), `verify_fetching` boxes the
+/// module's `verify`, and `verify` refuses with [`Error::KeyUnavailable`].
+/// Hookgate holds no private key for it, so `sign` and `resign_names`
+/// refuse with [`FETCHED_KEY`].
+macro_rules! fetched_key {
+    ($verify:path, $policy:ident) => {
+        fn key_policy(&self) -> Option<&$crate::keyfetch::KeyPolicy> {
+            Some(&self.$policy)
+        }
+
+        fn verify(
+            &self,
+            _: &$crate::scheme::Delivery<'_>,
+        ) -> Result<$crate::scheme::Verified, $crate::scheme::Error> {
+            Err($crate::scheme::Error::KeyUnavailable)
+        }
+
+        fn verify_fetching<'a>(
+            &'a self,
+            fetcher: &'a $crate::keyfetch::Fetcher,
+            source: &'a str,
+            d: &$crate::scheme::Delivery<'a>,
+        ) -> Option<$crate::scheme::Fetching<'a>> {
+            Some(Box::pin($verify(fetcher, self, source, *d)))
+        }
+
+        fn sign(
+            &self,
+            _: &$crate::scheme::Signing<'_>,
+        ) -> Result<Vec<(String, String)>, &'static str> {
+            Err($crate::scheme::provider::FETCHED_KEY.sign)
+        }
+
+        fn resign_names(&self) -> Result<Vec<String>, &'static str> {
+            Err($crate::scheme::provider::FETCHED_KEY.resign)
+        }
+    };
+}
+pub(super) use fetched_key;
 
 /// The signature is part of the body, which hookgate forwards as it came.
 pub(super) const IN_BODY: Refusal = Refusal {

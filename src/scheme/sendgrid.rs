@@ -14,7 +14,7 @@ use std::time::Duration;
 use http::HeaderMap;
 use ring::signature::ECDSA_P256_SHA256_ASN1;
 
-use super::provider::{Provider, SENDER_PRIVATE_KEY};
+use super::provider::{Delivery, Provider, SENDER_PRIVATE_KEY, Signing};
 use super::{Error, Verified, hmac};
 use crate::secret::Secret;
 
@@ -95,24 +95,11 @@ impl Provider for SendGrid {
         prepare_key(secret)
     }
 
-    fn verify(
-        &self,
-        keys: &[Secret],
-        tolerance: Duration,
-        headers: &HeaderMap,
-        body: &[u8],
-        now: i64,
-    ) -> Result<Verified, Error> {
-        verify(keys, tolerance, headers, body, now)
+    fn verify(&self, d: &Delivery<'_>) -> Result<Verified, Error> {
+        verify(d.keys, d.tolerance, d.headers, d.body, d.now)
     }
 
-    fn sign(
-        &self,
-        _key: &Secret,
-        _body: &[u8],
-        _id: Option<&str>,
-        _timestamp: i64,
-    ) -> Result<Vec<(String, String)>, &'static str> {
+    fn sign(&self, _: &Signing<'_>) -> Result<Vec<(String, String)>, &'static str> {
         Err(SENDER_PRIVATE_KEY.sign)
     }
 

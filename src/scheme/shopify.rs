@@ -6,13 +6,11 @@
 //!
 //! Source: <https://shopify.dev/docs/apps/build/webhooks/subscribe/https>.
 
-use std::time::Duration;
-
 use http::HeaderMap;
 use http::header::HeaderName;
 
 use super::hmac;
-use super::provider::{Provider, names};
+use super::provider::{Delivery, Provider, Signing, names};
 use super::{Error, Verified};
 use crate::secret::Secret;
 
@@ -104,25 +102,12 @@ impl Provider for Shopify {
         false
     }
 
-    fn verify(
-        &self,
-        keys: &[Secret],
-        _tolerance: Duration,
-        headers: &HeaderMap,
-        body: &[u8],
-        _now: i64,
-    ) -> Result<Verified, Error> {
-        verify(keys, headers, body)
+    fn verify(&self, d: &Delivery<'_>) -> Result<Verified, Error> {
+        verify(d.keys, d.headers, d.body)
     }
 
-    fn sign(
-        &self,
-        key: &Secret,
-        body: &[u8],
-        id: Option<&str>,
-        timestamp: i64,
-    ) -> Result<Vec<(String, String)>, &'static str> {
-        Ok(sign(key, body, id, timestamp))
+    fn sign(&self, s: &Signing<'_>) -> Result<Vec<(String, String)>, &'static str> {
+        Ok(sign(s.key, s.body, s.id, s.timestamp))
     }
 
     fn resign_names(&self) -> Result<Vec<String>, &'static str> {

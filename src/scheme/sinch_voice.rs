@@ -26,7 +26,7 @@ use std::time::Duration;
 use http::HeaderMap;
 
 use super::json::json_fields;
-use super::provider::Provider;
+use super::provider::{Delivery, Provider, Signing};
 use super::{Error, Verified, hmac};
 use crate::secret::Secret;
 
@@ -197,25 +197,13 @@ impl Provider for SinchVoice {
         prepare_key(secret)
     }
 
-    fn verify(
-        &self,
-        keys: &[Secret],
-        tolerance: Duration,
-        headers: &HeaderMap,
-        body: &[u8],
-        now: i64,
-    ) -> Result<Verified, Error> {
-        verify(&self.public_url, keys, tolerance, headers, body, now)
+    fn verify(&self, d: &Delivery<'_>) -> Result<Verified, Error> {
+        let url = &self.public_url;
+        verify(url, d.keys, d.tolerance, d.headers, d.body, d.now)
     }
 
-    fn sign(
-        &self,
-        key: &Secret,
-        body: &[u8],
-        _id: Option<&str>,
-        timestamp: i64,
-    ) -> Result<Vec<(String, String)>, &'static str> {
-        Ok(sign(&self.public_url, key, body, timestamp))
+    fn sign(&self, s: &Signing<'_>) -> Result<Vec<(String, String)>, &'static str> {
+        Ok(sign(&self.public_url, s.key, s.body, s.timestamp))
     }
 }
 

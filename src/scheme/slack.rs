@@ -16,7 +16,7 @@ use http::HeaderMap;
 use super::Handshake;
 use super::hmac;
 use super::json::json_fields;
-use super::provider::{Provider, names};
+use super::provider::{Delivery, Provider, Signing, names};
 use super::{Error, Verified};
 use crate::secret::Secret;
 
@@ -84,25 +84,12 @@ impl Provider for Slack {
         true
     }
 
-    fn verify(
-        &self,
-        keys: &[Secret],
-        tolerance: Duration,
-        headers: &HeaderMap,
-        body: &[u8],
-        now: i64,
-    ) -> Result<Verified, Error> {
-        verify(keys, tolerance, headers, body, now)
+    fn verify(&self, d: &Delivery<'_>) -> Result<Verified, Error> {
+        verify(d.keys, d.tolerance, d.headers, d.body, d.now)
     }
 
-    fn sign(
-        &self,
-        key: &Secret,
-        body: &[u8],
-        _id: Option<&str>,
-        timestamp: i64,
-    ) -> Result<Vec<(String, String)>, &'static str> {
-        Ok(sign(key, body, timestamp))
+    fn sign(&self, s: &Signing<'_>) -> Result<Vec<(String, String)>, &'static str> {
+        Ok(sign(s.key, s.body, s.timestamp))
     }
 
     fn resign_names(&self) -> Result<Vec<String>, &'static str> {

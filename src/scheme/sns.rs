@@ -30,16 +30,14 @@
 
 use std::time::Duration;
 
-use http::HeaderMap;
 use ring::signature::{
     RSA_PKCS1_2048_8192_SHA1_FOR_LEGACY_USE_ONLY, RSA_PKCS1_2048_8192_SHA256, RsaParameters,
 };
 use serde_json::{Map, Value};
 
-use super::provider::{FETCHED_KEY, Fetching, Provider};
+use super::provider::{Delivery, Provider, fetched_key};
 use super::{Error, Verified, hmac};
 use crate::keyfetch::{Fetcher, KeyKind, KeyPolicy, KeyUrl, Keys};
-use crate::secret::Secret;
 
 const NOTIFICATION: [&str; 6] = [
     "Message",
@@ -227,11 +225,9 @@ pub(super) async fn verify(
     fetcher: &Fetcher,
     settings: &SnsSource,
     source: &str,
-    tolerance: Duration,
-    body: &[u8],
-    now: i64,
+    d: Delivery<'_>,
 ) -> Result<Verified, Error> {
-    let message = parse(body, &settings.keys, source)?;
+    let message = parse(d.body, &settings.keys, source)?;
     // Checked before any fetch: another account's topic is not this source's
     // sender, however well AWS signed its message.
     let topic = message.text("TopicArn").unwrap_or_default();
@@ -243,7 +239,7 @@ pub(super) async fn verify(
         .keys(&message.cert_url, KeyKind::Certificate, &settings.keys)
         .await
         .map_err(|_| Error::KeyUnavailable)?;
-    let verified = verify_with(&message, &keys, tolerance, now)?;
+    let verified = verify_with(&message, &keys, d.tolerance, d.now)?;
     if settings.confirm_subscription && message.kind == Kind::SubscriptionConfirmation {
         confirm(fetcher, &message, &settings.keys, source).await;
     }
@@ -301,48 +297,7 @@ impl Provider for SnsSource {
         Some(DEFAULT_TOLERANCE)
     }
 
-    fn key_policy(&self) -> Option<&KeyPolicy> {
-        Some(&self.keys)
-    }
-
-    fn verify(
-        &self,
-        _keys: &[Secret],
-        _tolerance: Duration,
-        _headers: &HeaderMap,
-        _body: &[u8],
-        _now: i64,
-    ) -> Result<Verified, Error> {
-        Err(Error::KeyUnavailable)
-    }
-
-    fn verify_fetching<'a>(
-        &'a self,
-        fetcher: &'a Fetcher,
-        source: &'a str,
-        tolerance: Duration,
-        _headers: &'a HeaderMap,
-        body: &'a [u8],
-        now: i64,
-    ) -> Option<Fetching<'a>> {
-        Some(Box::pin(verify(
-            fetcher, self, source, tolerance, body, now,
-        )))
-    }
-
-    fn sign(
-        &self,
-        _key: &Secret,
-        _body: &[u8],
-        _id: Option<&str>,
-        _timestamp: i64,
-    ) -> Result<Vec<(String, String)>, &'static str> {
-        Err(FETCHED_KEY.sign)
-    }
-
-    fn resign_names(&self) -> Result<Vec<String>, &'static str> {
-        Err(FETCHED_KEY.resign)
-    }
+    fetched_key!(verify, keys);
 }
 
 #[cfg(test)]

@@ -13,12 +13,10 @@
 //!
 //! Source: <https://www.twilio.com/docs/usage/webhooks/webhooks-security>.
 
-use std::time::Duration;
-
 use http::HeaderMap;
 
 use super::handshake::form_pairs;
-use super::provider::{Provider, names};
+use super::provider::{Delivery, Provider, Signing, names};
 use super::{Algorithm, Encoding, Error, Verified, hmac};
 use crate::secret::Secret;
 
@@ -114,25 +112,12 @@ impl Provider for Twilio {
         true
     }
 
-    fn verify(
-        &self,
-        keys: &[Secret],
-        _tolerance: Duration,
-        headers: &HeaderMap,
-        body: &[u8],
-        _now: i64,
-    ) -> Result<Verified, Error> {
-        verify(&self.public_url, keys, headers, body)
+    fn verify(&self, d: &Delivery<'_>) -> Result<Verified, Error> {
+        verify(&self.public_url, d.keys, d.headers, d.body)
     }
 
-    fn sign(
-        &self,
-        key: &Secret,
-        body: &[u8],
-        id: Option<&str>,
-        _timestamp: i64,
-    ) -> Result<Vec<(String, String)>, &'static str> {
-        Ok(sign(&self.public_url, key, body, id))
+    fn sign(&self, s: &Signing<'_>) -> Result<Vec<(String, String)>, &'static str> {
+        Ok(sign(&self.public_url, s.key, s.body, s.id))
     }
 
     fn resign_names(&self) -> Result<Vec<String>, &'static str> {
