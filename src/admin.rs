@@ -115,17 +115,17 @@ where
             .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         return response;
     }
-    let Some(redis) = state.store.as_redis() else {
+    if !state.store.keeps_queue() {
         return json(
             StatusCode::CONFLICT,
-            &serde_json::json!({"error": dlq::Error::NoRedis.to_string()}),
+            &serde_json::json!({"error": crate::store::Error::NotKept.to_string()}),
         );
-    };
+    }
     let prefix = &runtime.config.store.key_prefix;
     match (request.method().clone(), request.uri().path()) {
         (Method::GET, "/dlq") => {
             let source = query_param(request.uri().query(), "source");
-            match dlq::list(redis, prefix, source.as_deref()).await {
+            match dlq::list(&state.store, prefix, source.as_deref()).await {
                 Ok(entries) => {
                     let list: Vec<dlq::Summary> = entries.iter().map(dlq::Dead::summary).collect();
                     json(StatusCode::OK, &serde_json::json!({ "entries": list }))

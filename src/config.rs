@@ -127,12 +127,60 @@ pub struct Config {
 
 /// Where `{ env = … }` and `{ file = … }` secrets come from. Tests pass a map;
 /// the binary passes [`SystemSecrets`].
+///
+/// It is also the config's view of the filesystem where a key names a place
+/// to write: `[store] path`.
 pub trait SecretSource {
     fn env(&self, name: &str) -> Option<String>;
     fn file(&self, path: &std::path::Path) -> std::io::Result<Vec<u8>>;
+    /// The directory relative paths in the config are taken from (the config
+    /// file's); `None`: the working directory.
+    fn base_dir(&self) -> Option<std::path::PathBuf> {
+        None
+    }
+    /// Why files cannot be created in `dir`, if they cannot: it is missing,
+    /// not a directory, or refuses a new file.
+    fn dir_problem(&self, dir: &std::path::Path) -> Option<String> {
+        writable_dir_problem(dir)
+    }
 }
 
-/// Reads the process environment and the filesystem.
+/// Tries to create (and removes) a file in `dir`: the one check that sees
+/// permissions, read-only mounts and ACLs alike.
+pub fn writable_dir_problem(dir: &std::path::Path) -> Option<String> {
+    match std::fs::metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Some(format!("the directory {} does not exist", dir.display()));
+        }
+        Err(e) => {
+            return Some(format!(
+                "the directory {} cannot be read: {e}",
+                dir.display()
+            ));
+        }
+        Ok(m) if !m.is_dir() => return Some(format!("{} is not a directory", dir.display())),
+        Ok(_) => {}
+    }
+    let probe = dir.join(format!(".hookgate-write-check-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            None
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => None,
+        Err(e) => Some(format!(
+            "the directory {} cannot be written: {e}",
+            dir.display()
+        )),
+    }
+}
+
+/// Reads the process environment and the filesystem; relative paths are
+/// taken from the working directory.
 pub struct SystemSecrets;
 
 impl SecretSource for SystemSecrets {
@@ -141,6 +189,22 @@ impl SecretSource for SystemSecrets {
     }
     fn file(&self, path: &std::path::Path) -> std::io::Result<Vec<u8>> {
         std::fs::read(path)
+    }
+}
+
+/// [`SystemSecrets`] for a config file in `dir`: relative paths are taken
+/// from there.
+struct ConfigFileDir(std::path::PathBuf);
+
+impl SecretSource for ConfigFileDir {
+    fn env(&self, name: &str) -> Option<String> {
+        SystemSecrets.env(name)
+    }
+    fn file(&self, path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+        SystemSecrets.file(path)
+    }
+    fn base_dir(&self) -> Option<std::path::PathBuf> {
+        Some(self.0.clone())
     }
 }
 
@@ -262,6 +326,10 @@ impl Config {
                 message: format!("cannot read the config file: {e}"),
             }])
         })?;
-        Config::from_toml_str(&text, &SystemSecrets)
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+            _ => std::path::PathBuf::from("."),
+        };
+        Config::from_toml_str(&text, &ConfigFileDir(dir))
     }
 }

@@ -1,9 +1,11 @@
 //! Dead letters (DESIGN §6): events the app could not take, kept with their
 //! raw request so an operator can send them again once the app is fixed.
 //!
-//! One stream, `{prefix}:dlq`, one field `e` per entry holding an
-//! [`Envelope`] (source, event id and type, method, path, headers, raw body,
-//! attempt count, last error, times). An entry id (`1732950000000-0`) is what
+//! The store keeps them ([`crate::store::Store::bury`] and the verbs after
+//! it): a stream `{prefix}:dlq` on Redis, the `dead_letters` table on SQLite.
+//! Each holds an [`Envelope`] (source, event id and type, method, path,
+//! headers, raw body, attempt count, last error, times). An entry id (a stream
+//! id such as `1732950000000-0` on Redis, a row number on SQLite) is what
 //! `hookgate dlq list` prints and `show`/`replay` take.
 //!
 //! Entries come from:
@@ -12,33 +14,29 @@
 //!   a bug in the app, and replaying after the fix recovers the event);
 //! - forward delivery, when the app failed one event id
 //!   [`FORWARD_FAILURES`] times in a row (5xx, unreachable, too slow). The
-//!   count lives in `{prefix}:fail:{source}:{event_id}`, expiring `nonce_ttl`
-//!   after the last failure. It needs no reset on success: a 2xx marks the
-//!   nonce done for `nonce_ttl`, so no later attempt of that event can reach
-//!   the app (and the count) before the count has expired. The entry is
-//!   copied once, on the third failure; the sender keeps retrying as usual.
+//!   count lives beside the nonce (`{prefix}:fail:{source}:{event_id}` on
+//!   Redis, the `failures` table on SQLite), expiring `nonce_ttl` after the
+//!   last failure. It needs no reset on success: a 2xx marks the nonce done
+//!   for `nonce_ttl`, so no later attempt of that event can reach the app
+//!   (and the count) before the count has expired. The entry is copied once,
+//!   on the third failure; the sender keeps retrying as usual.
 //!
-//! Dead letters need Redis. With the memory store nothing is kept (a restart
-//! would lose it anyway): hookgate says so at start, and `hookgate dlq`
-//! refuses to run.
+//! The memory store keeps no dead letters (a restart would lose them
+//! anyway): hookgate says so at start, and `hookgate dlq` refuses to run.
 //!
 //! # Replay
 //!
 //! Sends the stored request to the app with the `X-Verified-*` headers. On a
 //! 2xx the entry is removed. Otherwise it is kept with the new error and
-//! attempt count; stream entries cannot change, so it is written again under
-//! a new id (atomically with removing the old one) and the new id reported.
+//! attempt count; Redis stream entries cannot change, so there it is written
+//! again under a new id (atomically with removing the old one), and the id it
+//! is kept under is reported.
 //! A forward-mode entry first claims the event's nonce like any request: if a
 //! sender retry got the event through meanwhile (`done`), the entry is
 //! removed without sending it twice; if a copy is in flight right now, it is
 //! left for later. An entry whose source has a version gate is removed
 //! without sending when the app already has that version or a newer one.
 
-use std::sync::LazyLock;
-use std::time::Duration;
-
-use redis::Script;
-use redis::streams::{StreamId, StreamRangeReply};
 use serde::Serialize;
 
 use crate::config::Config;
@@ -46,43 +44,15 @@ use crate::delivery::{Attempt, Claimed, Gated, Steps};
 use crate::envelope::Envelope;
 use crate::forward::Forwarder;
 use crate::metrics::Metrics;
-use crate::store::redis::{Operation, RedisStore};
-use crate::store::{self, Store};
+use crate::store::{self, Store, Stored};
 
 /// Consecutive failures of one event id in forward mode that make a dead letter.
 pub const FORWARD_FAILURES: u64 = 3;
-/// Entries read per `XRANGE` page.
-const PAGE: usize = 200;
 
-pub use crate::store::keys::{dlq_key as stream_key, fail_key};
-
-/// Counts one failure. KEYS[1] = fail key; ARGV[1] = ttl in ms. Returns the count.
-static FAIL: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-local n = redis.call('INCR', KEYS[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-return n
-",
-    )
-});
-
-/// Rewrites an entry after a failed replay. KEYS[1] = dlq; ARGV[1] = old id,
-/// ARGV[2] = envelope. Returns the new id, or nil when the old entry was
-/// already gone (another replay settled it).
-static REPLACE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-if redis.call('XDEL', KEYS[1], ARGV[1]) == 0 then return false end
-return redis.call('XADD', KEYS[1], '*', 'e', ARGV[2])
-",
-    )
-});
+pub use crate::store::keys::fail_key;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("dead letters need a redis or redis-cluster store; the memory store keeps none")]
-    NoRedis,
     #[error(transparent)]
     Store(#[from] store::Error),
     #[error("no dead letter with id {0}")]
@@ -132,91 +102,33 @@ impl Dead {
     }
 }
 
-/// Appends a dead letter; returns its id.
-pub async fn add(
-    redis: &RedisStore,
-    prefix: &str,
-    envelope: &Envelope,
-) -> Result<String, store::Error> {
-    let mut cmd = redis::cmd("XADD");
-    cmd.arg(stream_key(prefix))
-        .arg("*")
-        .arg("e")
-        .arg(envelope.encode());
-    redis.write(Operation::DeadLetter, &cmd).await
-}
-
-/// Number of dead letters.
-pub async fn depth(redis: &RedisStore, prefix: &str) -> Result<i64, store::Error> {
-    redis
-        .query(redis::cmd("XLEN").arg(stream_key(prefix)))
-        .await
-}
-
-/// Counts a forward failure of one event; returns the count in a row.
-pub async fn record_failure(
-    redis: &RedisStore,
-    key: &str,
-    ttl: Duration,
-) -> Result<u64, store::Error> {
-    let ttl = u64::try_from(ttl.as_millis())
-        .unwrap_or(u64::MAX)
-        .max(1)
-        .to_string();
-    redis.eval(&FAIL, &[key], &[ttl.as_bytes()]).await
-}
-
 /// Every dead letter, oldest first, of one source or all.
 pub async fn list(
-    redis: &RedisStore,
+    store: &Store,
     prefix: &str,
     source: Option<&str>,
 ) -> Result<Vec<Dead>, store::Error> {
-    let key = stream_key(prefix);
-    let mut out = Vec::new();
-    let mut start = "-".to_owned();
-    loop {
-        let mut cmd = redis::cmd("XRANGE");
-        cmd.arg(&key).arg(&start).arg("+").arg("COUNT").arg(PAGE);
-        let page: StreamRangeReply = redis.query(&cmd).await?;
-        let n = page.ids.len();
-        if let Some(last) = page.ids.last() {
-            start = format!("({}", last.id);
-        }
-        out.extend(
-            page.ids
-                .iter()
-                .filter_map(decode)
-                .filter(|d| source.is_none_or(|s| d.envelope.source == s)),
-        );
-        if n < PAGE {
-            return Ok(out);
-        }
-    }
+    Ok(store
+        .dead_list(prefix, source)
+        .await?
+        .iter()
+        .filter_map(decode)
+        .filter(|d| source.is_none_or(|s| d.envelope.source == s))
+        .collect())
 }
 
 /// One dead letter by id.
-pub async fn get(redis: &RedisStore, prefix: &str, id: &str) -> Result<Dead, Error> {
-    let mut cmd = redis::cmd("XRANGE");
-    cmd.arg(stream_key(prefix)).arg(id).arg(id);
-    let page: StreamRangeReply = redis.query(&cmd).await.map_err(|e| {
-        // An id that is not an entry id at all is a caller mistake, not an outage.
-        if e.to_string().contains("Invalid stream ID") {
-            Error::NotFound(id.to_owned())
-        } else {
-            Error::Store(e)
-        }
-    })?;
-    page.ids
-        .iter()
-        .find(|s| s.id == id)
+pub async fn get(store: &Store, prefix: &str, id: &str) -> Result<Dead, Error> {
+    store
+        .dead_get(prefix, id)
+        .await?
+        .as_ref()
         .and_then(decode)
         .ok_or_else(|| Error::NotFound(id.to_owned()))
 }
 
-fn decode(s: &StreamId) -> Option<Dead> {
-    let bytes = s.get::<Vec<u8>>("e")?;
-    match Envelope::decode(&bytes) {
+fn decode(s: &Stored) -> Option<Dead> {
+    match Envelope::decode(&s.envelope) {
         Ok(envelope) => Some(Dead {
             id: s.id.clone(),
             envelope,
@@ -267,19 +179,15 @@ pub struct Replayer<'a> {
 }
 
 impl Replayer<'_> {
-    fn redis(&self) -> Result<&RedisStore, Error> {
-        self.store.as_redis().ok_or(Error::NoRedis)
-    }
-
     /// Replays one entry by id.
     pub async fn replay_id(&self, id: &str) -> Result<Replayed, Error> {
-        let dead = get(self.redis()?, &self.config.store.key_prefix, id).await?;
+        let dead = get(self.store, &self.config.store.key_prefix, id).await?;
         self.replay(dead).await
     }
 
     /// Replays every entry (of one source, or all), oldest first.
     pub async fn replay_all(&self, source: Option<&str>) -> Result<Vec<(Dead, Replayed)>, Error> {
-        let entries = list(self.redis()?, &self.config.store.key_prefix, source).await?;
+        let entries = list(self.store, &self.config.store.key_prefix, source).await?;
         let mut out = Vec::with_capacity(entries.len());
         for dead in entries {
             let result = self.replay(dead.clone()).await?;
@@ -303,7 +211,6 @@ impl Replayer<'_> {
     /// which may have got through on a sender retry), the version gate with
     /// the resource's lease, one attempt, then commit or release.
     pub async fn replay(&self, dead: Dead) -> Result<Replayed, Error> {
-        let redis = self.redis()?;
         let prefix = &self.config.store.key_prefix;
         let steps = self.steps();
         let mut envelope = dead.envelope;
@@ -314,7 +221,7 @@ impl Replayer<'_> {
             match steps.claim(&event).await? {
                 Claimed::Fresh(lease) => Some(lease),
                 Claimed::Done => {
-                    self.remove(redis, &dead.id).await?;
+                    self.remove(&dead.id).await?;
                     return Ok(Replayed::AlreadyDelivered);
                 }
                 Claimed::InFlight => return Ok(Replayed::InFlight),
@@ -334,7 +241,7 @@ impl Replayer<'_> {
                     if let Some(nonce) = &nonce {
                         let _ = steps.commit(&event, nonce).await;
                     }
-                    self.remove(redis, &dead.id).await?;
+                    self.remove(&dead.id).await?;
                     return Ok(Replayed::StaleVersion);
                 }
                 Err(e) => {
@@ -351,7 +258,7 @@ impl Replayer<'_> {
                 if let Some(nonce) = &nonce {
                     let _ = steps.commit(&event, nonce).await;
                 }
-                self.remove(redis, &dead.id).await?;
+                self.remove(&dead.id).await?;
                 tracing::info!(source = %envelope.source, event_id = %envelope.event_id, dlq_id = %dead.id, "dead letter replayed");
                 return Ok(Replayed::Delivered);
             }
@@ -362,21 +269,18 @@ impl Replayer<'_> {
         envelope.attempts = envelope.attempts.saturating_add(1);
         envelope.last_attempt_ms = Some(crate::time::now_ms());
         envelope.last_error = Some(error.clone());
-        let new_id: Option<String> = redis
-            .eval(
-                &REPLACE,
-                &[&stream_key(prefix)],
-                &[dead.id.as_bytes(), &envelope.encode()],
-            )
+        let new_id = self
+            .store
+            .dead_replace(prefix, &dead.id, envelope.meta(), envelope.encode())
             .await?;
         tracing::warn!(source = %envelope.source, event_id = %envelope.event_id, dlq_id = %dead.id, error = %error, "dead letter replay failed; kept");
         Ok(Replayed::Failed { error, new_id })
     }
 
-    async fn remove(&self, redis: &RedisStore, id: &str) -> Result<(), Error> {
-        let mut cmd = redis::cmd("XDEL");
-        cmd.arg(stream_key(&self.config.store.key_prefix)).arg(id);
-        let _: i64 = redis.query(&cmd).await?;
+    async fn remove(&self, id: &str) -> Result<(), Error> {
+        self.store
+            .dead_remove(&self.config.store.key_prefix, id)
+            .await?;
         Ok(())
     }
 }
@@ -384,12 +288,6 @@ impl Replayer<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn key_layout() {
-        assert_eq!(stream_key("hg"), "hg:dlq");
-        assert_eq!(fail_key("hg", "stripe", "evt_1"), "hg:fail:stripe:evt_1");
-    }
 
     #[test]
     fn replay_results_as_json() {

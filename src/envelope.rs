@@ -245,6 +245,20 @@ impl Envelope {
         Ok(parts)
     }
 
+    /// What the store keeps readable beside the encoded envelope.
+    pub fn meta(&self) -> crate::store::Meta {
+        crate::store::Meta {
+            source: self.source.clone(),
+            event_id: self.event_id.clone(),
+            event_type: self.event_type.clone(),
+            delivery: self.delivery.clone(),
+            attempts: i64::from(self.attempts),
+            last_error: self.last_error.clone(),
+            received_ms: self.received_ms,
+            dead_ms: self.dead_ms,
+        }
+    }
+
     /// Seconds since the sender signed it, or since hookgate received it when
     /// the scheme signs no time.
     pub fn age_secs(&self) -> f64 {

@@ -134,10 +134,11 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
         server::Lifetimes::default(),
     );
     config::warn_widened(&state.runtime().config.sources);
-    if state.store.as_redis().is_none() {
+    if !state.store.keeps_queue() {
         tracing::warn!(
-            "dead letters need a redis store: with the memory store, events the app \
-             fails are not kept (the sender's own retries are all there is)"
+            "the memory store keeps nothing across a restart and no dead letters: events \
+             the app fails are not kept (the sender's own retries are all there is); \
+             use kind = \"sqlite\" on one host"
         );
     }
     // Queue workers and the depth gauges run beside the listeners; the
@@ -215,7 +216,9 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
 }
 
 /// Opens the store `[store]` asks for. Redis connects lazily: hookgate starts
-/// (and answers 503) even while Redis is still coming up. Call inside a Tokio runtime.
+/// (and answers 503) even while Redis is still coming up. SQLite opens its
+/// file now (on its writer thread) and fails on a file it cannot use. Call
+/// inside a Tokio runtime.
 ///
 /// With several sources, one source's nonces may fill at most half the
 /// memory store, so a flood on one leaves room for the others.
@@ -227,6 +230,9 @@ pub fn open_store(config: &config::Config) -> Result<store::Store, store::Error>
             let max = config.memory_max_entries;
             let per_source = if sources > 1 { max / 2 } else { max };
             store::Store::memory(max, per_source)
+        }
+        config::StoreKind::Sqlite { path, sync } => {
+            store::Store::sqlite(path, *sync, &config.key_prefix)?
         }
         config::StoreKind::Redis { url } => store::Store::redis(url)?,
         config::StoreKind::RedisCluster { urls } => store::Store::redis_cluster(urls)?,

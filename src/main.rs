@@ -195,6 +195,7 @@ fn check(path: &Path) -> ExitCode {
                 if config.sources.len() == 1 { "" } else { "s" },
                 match config.store.kind {
                     hookgate::config::StoreKind::Memory => "memory",
+                    hookgate::config::StoreKind::Sqlite { .. } => "sqlite",
                     hookgate::config::StoreKind::Redis { .. } => "redis",
                     hookgate::config::StoreKind::RedisCluster { .. } => "redis-cluster",
                     hookgate::config::StoreKind::RedisSentinel(_) => "redis-sentinel",
@@ -350,13 +351,13 @@ async fn dlq(path: &Path, source: Option<&str>, action: DlqAction) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let Some(redis) = store.as_redis() else {
-        eprintln!("hookgate dlq: {}", dlq::Error::NoRedis);
+    if !store.keeps_queue() {
+        eprintln!("hookgate dlq: {}", hookgate::store::Error::NotKept);
         return ExitCode::FAILURE;
-    };
+    }
     let prefix = &config.store.key_prefix;
     match action {
-        DlqAction::List => match dlq::list(redis, prefix, source).await {
+        DlqAction::List => match dlq::list(&store, prefix, source).await {
             Ok(entries) if entries.is_empty() => {
                 println!("no dead letters");
                 ExitCode::SUCCESS
@@ -370,7 +371,7 @@ async fn dlq(path: &Path, source: Option<&str>, action: DlqAction) -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        DlqAction::Show { id } => match dlq::get(redis, prefix, &id).await {
+        DlqAction::Show { id } => match dlq::get(&store, prefix, &id).await {
             Ok(dead) => {
                 print_entry(&dead);
                 ExitCode::SUCCESS

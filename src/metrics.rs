@@ -101,6 +101,11 @@ pub struct Metrics {
     /// the caller handled as a failed write).
     pub replication_timeouts: Family<OperationLabel, Counter>,
     pub config_reloads: Family<ReloadResult, Counter>,
+    /// Seconds each SQLite group commit that holds a write backing a
+    /// promise took, its fsync included.
+    pub store_sync: Histogram,
+    /// Writes per SQLite group commit.
+    pub store_batch: Histogram,
     /// Connections open now, per listener (beyond DESIGN §7: the cap's headroom).
     pub connections_open: Family<ListenerLabel, Gauge>,
     /// Connections answered `503` and closed at `max_connections`.
@@ -207,7 +212,7 @@ impl Metrics {
         let store_errors = Counter::default();
         registry.register(
             "hookgate_store_errors",
-            "Store (Redis) operations that failed",
+            "Store operations that failed",
             store_errors.clone(),
         );
         let replication_timeouts = Family::<OperationLabel, Counter>::default();
@@ -221,6 +226,21 @@ impl Metrics {
             "hookgate_config_reloads",
             "Config reloads by result",
             config_reloads.clone(),
+        );
+        let store_sync = Histogram::new([
+            0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
+        ]);
+        registry.register(
+            "hookgate_store_sync_seconds",
+            "Seconds each SQLite group commit holding a write that backs a promise took, its fsync included",
+            store_sync.clone(),
+        );
+        let store_batch =
+            Histogram::new([1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0]);
+        registry.register(
+            "hookgate_store_batch_size",
+            "Writes per SQLite group commit",
+            store_batch.clone(),
         );
         let connections_open = Family::<ListenerLabel, Gauge>::default();
         registry.register(
@@ -248,6 +268,8 @@ impl Metrics {
             store_errors,
             replication_timeouts,
             config_reloads,
+            store_sync,
+            store_batch,
             connections_open,
             connections_rejected,
             handles: RwLock::new(Vec::new()),

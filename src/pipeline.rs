@@ -28,7 +28,6 @@ use crate::envelope::{Envelope, Received};
 use crate::forward::{self, Mark};
 use crate::ordering::Gate;
 use crate::outcome::{Body, Outcome};
-use crate::queue;
 use crate::scheme::{Error, Verified};
 use crate::state::{Runtime, State};
 use crate::store::keys::{self, key_safe_id};
@@ -364,12 +363,17 @@ async fn enqueue(
     nonce: Lease,
     envelope: &Envelope,
 ) -> Outcome {
-    let Some(redis) = state.store.as_redis() else {
-        // Config validation refuses queue delivery on the memory store.
-        steps.release(event, Some(nonce)).await;
-        return Outcome::StoreUnavailable;
-    };
-    if let Err(e) = queue::enqueue(redis, &steps.config.store.key_prefix, envelope).await {
+    // Config validation refuses queue delivery on the memory store, which
+    // answers every enqueue with an error.
+    let enqueued = state
+        .store
+        .enqueue(
+            &steps.config.store.key_prefix,
+            envelope.meta(),
+            envelope.encode(),
+        )
+        .await;
+    if let Err(e) = enqueued {
         state.metrics.store_errors.inc();
         tracing::warn!(source = %event.source, event_id = %event.event_id, error = %e, "enqueue failed");
         steps.release(event, Some(nonce)).await;
@@ -386,12 +390,16 @@ async fn enqueue(
 /// Counts a forward failure (5xx, unreachable, too slow) of one event id; the
 /// [`dlq::FORWARD_FAILURES`]th in a row copies it to the dead-letter stream.
 async fn count_failure(state: &State, runtime: &Runtime, mut envelope: Envelope, error: String) {
-    let Some(redis) = state.store.as_redis() else {
+    if !state.store.keeps_queue() {
         return;
-    };
+    }
     let prefix = &runtime.config.store.key_prefix;
     let key = keys::fail_key(prefix, &envelope.source, &envelope.event_id);
-    let count = match dlq::record_failure(redis, &key, runtime.config.store.nonce_ttl).await {
+    let count = match state
+        .store
+        .record_failure(&key, runtime.config.store.nonce_ttl)
+        .await
+    {
         Ok(count) => count,
         Err(e) => {
             state.metrics.store_errors.inc();
@@ -406,7 +414,11 @@ async fn count_failure(state: &State, runtime: &Runtime, mut envelope: Envelope,
     envelope.last_error = Some(error);
     envelope.last_attempt_ms = Some(crate::time::now_ms());
     envelope.dead_ms = envelope.last_attempt_ms;
-    match dlq::add(redis, prefix, &envelope).await {
+    match state
+        .store
+        .bury(prefix, None, envelope.meta(), envelope.encode())
+        .await
+    {
         Ok(id) => {
             state.metrics.dead_letter(&envelope.source);
             tracing::warn!(source = %envelope.source, event_id = %envelope.event_id, event_type = envelope.event_type.as_deref(), dlq_id = %id, attempts = count, "the app failed this event {count} times in a row; copied to the dead-letter stream");

@@ -52,8 +52,14 @@ impl State {
             None => None,
         };
         let metrics = Metrics::new();
-        if let Some(redis) = store.as_redis() {
-            redis.count_replication_timeouts(metrics.replication_timeouts.clone());
+        match &store {
+            Store::Redis(redis) => {
+                redis.count_replication_timeouts(metrics.replication_timeouts.clone());
+            }
+            Store::Sqlite(sqlite) => {
+                sqlite.observe(metrics.store_sync.clone(), metrics.store_batch.clone());
+            }
+            Store::Memory(_) => {}
         }
         Ok(State {
             runtime: ArcSwap::from_pointee(Runtime::new(config)),

@@ -2,14 +2,44 @@
 //!
 //! A fresh event takes its key with a lease holding this request's token; a 2xx
 //! from the app commits it to `done` for `nonce_ttl`, whoever holds it by then;
-//! any other outcome releases it, but only while it still holds the same token. Two backends: an embedded
-//! memory store for one replica, and Redis (or Redis Cluster) shared by all.
+//! any other outcome releases it, but only while it still holds the same token.
+//!
+//! Three engines: SQLite (one durable file for one host), memory (nothing
+//! kept across a restart; tests and trials), and Redis (single node,
+//! Sentinel or Cluster) shared by replicas. The durable engines also hold
+//! the queue and the dead letters (DESIGN §6), a capability written once
+//! here with one backend per engine (Redis streams, SQLite tables), so
+//! [`crate::queue`] and [`crate::dlq`] never reach into an engine.
 
 use std::time::Duration;
 
 pub mod keys;
 pub mod memory;
 pub mod redis;
+pub mod sqlite;
+
+pub use self::redis::queue::Cursor;
+
+/// A queue entry or a dead letter as its engine returns it: the entry id
+/// (a stream id on Redis, a row id on SQLite) and the encoded envelope.
+#[derive(Debug, Clone)]
+pub struct Stored {
+    pub id: String,
+    pub envelope: Vec<u8>,
+}
+
+/// What the store keeps readable beside an envelope's bytes (SQLite columns).
+#[derive(Debug, Clone, Default)]
+pub struct Meta {
+    pub source: String,
+    pub event_id: String,
+    pub event_type: Option<String>,
+    pub delivery: String,
+    pub attempts: i64,
+    pub last_error: Option<String>,
+    pub received_ms: i64,
+    pub dead_ms: Option<i64>,
+}
 
 /// A lease token: 128 random bits as 32 lowercase hex digits. Every claim
 /// takes one (the forward path makes one per request, duplicates included).
@@ -36,6 +66,11 @@ pub enum Error {
     /// The memory store is at its entry limit (fail closed rather than forget).
     #[error("store full: {0} entries")]
     Full(usize),
+    /// The memory store keeps no queue and no dead letters.
+    #[error(
+        "the memory store keeps no queue and no dead letters; use kind = \"sqlite\" (one host) or a redis store"
+    )]
+    NotKept,
     /// Sentinels answered, and none monitors a master by this name.
     #[error("store unavailable: no sentinel monitors a master named {0:?} (store.master)")]
     NoSuchMaster(String),
@@ -74,6 +109,18 @@ pub const VERSION_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
 pub enum Store {
     Memory(memory::MemoryStore),
     Redis(redis::RedisStore),
+    Sqlite(sqlite::SqliteStore),
+}
+
+/// Runs the same call on whichever engine this is.
+macro_rules! each {
+    ($store:expr, $s:ident => $call:expr) => {
+        match $store {
+            Store::Memory($s) => $call,
+            Store::Redis($s) => $call,
+            Store::Sqlite($s) => $call,
+        }
+    };
 }
 
 impl Store {
@@ -103,6 +150,12 @@ impl Store {
         redis::RedisStore::connect_sentinel(sentinels, master, username, password).map(Store::Redis)
     }
 
+    /// The SQLite file at `path`; see [`sqlite::SqliteStore::open`] (opens
+    /// the file and brings its schema up to date).
+    pub fn sqlite(path: &std::path::Path, sync: sqlite::Sync, prefix: &str) -> Result<Self, Error> {
+        sqlite::SqliteStore::open(path, sync, prefix).map(Store::Sqlite)
+    }
+
     /// Makes the writes that back a promise wait for `replication` (Redis
     /// `WAIT`). The memory store has no replicas: config validation refuses
     /// `min_replicas` there, and this refuses it too.
@@ -111,17 +164,17 @@ impl Store {
             Store::Memory(_) if replication.replicas > 0 => Err(Error::Unavailable(
                 "the memory store has no replicas to wait for".into(),
             )),
-            Store::Memory(store) => Ok(Store::Memory(store)),
+            Store::Sqlite(_) if replication.replicas > 0 => Err(Error::Unavailable(
+                "the sqlite store has no replicas to wait for".into(),
+            )),
+            Store::Memory(_) | Store::Sqlite(_) => Ok(self),
             Store::Redis(store) => store.with_replication(replication).map(Store::Redis),
         }
     }
 
     /// Tries to take `key` for `lease`, holding `token`.
     pub async fn claim(&self, key: &str, token: &str, lease: Duration) -> Result<Claim, Error> {
-        match self {
-            Store::Memory(store) => store.claim(key, token, lease).await,
-            Store::Redis(store) => store.claim(key, token, lease).await,
-        }
+        each!(self, store => store.claim(key, token, lease).await)
     }
 
     /// Marks `key` done for `ttl`: the app accepted the event.
@@ -133,64 +186,232 @@ impl Store {
     /// already has. It is also safe to repeat, which the background retry of a
     /// failed commit relies on.
     pub async fn commit(&self, key: &str, ttl: Duration) -> Result<(), Error> {
-        match self {
-            Store::Memory(store) => store.commit(key, ttl).await,
-            Store::Redis(store) => store.commit(key, ttl).await,
-        }
+        each!(self, store => store.commit(key, ttl).await)
     }
 
     /// Whether a commit must land before the sender is answered: only when
     /// it is a replicated write (`min_replicas`), whose `WAIT` is the promise
     /// that a failover keeps the app's 2xx from being forwarded again. A
-    /// memory-store commit is a map insert and never waits.
+    /// memory-store commit is a map insert and never waits; a SQLite
+    /// commit is the write the answer relies on (`sync`).
     pub fn answers_before_commit(&self) -> bool {
         match self {
-            Store::Memory(_) => false,
+            Store::Memory(_) | Store::Sqlite(_) => false,
             Store::Redis(store) => store.min_replicas() == 0,
         }
     }
 
     /// Deletes `key` if it still holds `token`.
     pub async fn release(&self, key: &str, token: &str) -> Result<(), Error> {
+        each!(self, store => store.release(key, token).await)
+    }
+
+    /// The Redis backend, for what only Redis has (replication counters);
+    /// `None` for the other engines.
+    pub fn as_redis(&self) -> Option<&redis::RedisStore> {
         match self {
-            Store::Memory(store) => store.release(key, token).await,
-            Store::Redis(store) => store.release(key, token).await,
+            Store::Redis(store) => Some(store),
+            _ => None,
         }
     }
 
-    /// The Redis backend, which the queue and the dead letters need; `None`
-    /// for the memory store.
-    pub fn as_redis(&self) -> Option<&redis::RedisStore> {
+    /// Whether this engine keeps a queue and dead letters (every engine but
+    /// memory).
+    pub fn keeps_queue(&self) -> bool {
+        !matches!(self, Store::Memory(_))
+    }
+
+    /// Which engine, as `[store] kind` names its family.
+    pub fn engine(&self) -> &'static str {
         match self {
-            Store::Memory(_) => None,
-            Store::Redis(store) => Some(store),
+            Store::Memory(_) => "memory",
+            Store::Redis(_) => "redis",
+            Store::Sqlite(_) => "sqlite",
+        }
+    }
+
+    // -----------------------------------------------------------------------
+    // The queue (DESIGN §6).
+
+    /// Appends an envelope to `source`'s queue; returns the entry id. The
+    /// event is durable once this returns (fsynced with `sync = "full"`,
+    /// on `min_replicas` replicas with Redis).
+    pub async fn enqueue(
+        &self,
+        prefix: &str,
+        meta: Meta,
+        envelope: Vec<u8>,
+    ) -> Result<String, Error> {
+        match self {
+            Store::Memory(_) => Err(Error::NotKept),
+            Store::Redis(r) => r.enqueue(prefix, &meta.source, &envelope).await,
+            Store::Sqlite(s) => s.enqueue(meta, envelope).await,
+        }
+    }
+
+    /// Up to `count` entries of `source` for `consumer` to deliver: due
+    /// retries, entries whose lease ran out (a stopped process's), new ones.
+    /// Each is leased to `consumer` for `lease`.
+    pub async fn take(
+        &self,
+        prefix: &str,
+        source: &str,
+        consumer: &str,
+        cursor: &mut Cursor,
+        lease: Duration,
+        count: usize,
+    ) -> Result<Vec<Stored>, Error> {
+        match self {
+            Store::Memory(_) => Err(Error::NotKept),
+            Store::Redis(r) => r.take(prefix, source, consumer, cursor, lease, count).await,
+            Store::Sqlite(s) => s.take(source, consumer, lease, count).await,
+        }
+    }
+
+    /// Removes a delivered (or settled) entry.
+    pub async fn settle(&self, prefix: &str, source: &str, id: &str) -> Result<(), Error> {
+        match self {
+            Store::Memory(_) => Err(Error::NotKept),
+            Store::Redis(r) => r.settle(prefix, source, id).await,
+            Store::Sqlite(s) => s.settle(id).await,
+        }
+    }
+
+    /// Puts an entry back, rewritten (its attempt count raised), due after `delay`.
+    pub async fn park(
+        &self,
+        prefix: &str,
+        id: &str,
+        meta: Meta,
+        envelope: Vec<u8>,
+        delay: Duration,
+    ) -> Result<(), Error> {
+        match self {
+            Store::Memory(_) => Err(Error::NotKept),
+            Store::Redis(r) => r.park(prefix, &meta.source, id, &envelope, delay).await,
+            Store::Sqlite(s) => s.park(id, meta, envelope, delay).await,
+        }
+    }
+
+    /// Writes a dead letter and removes the queue entry `from_queue` it
+    /// comes from, if any: in one transaction on SQLite; on Redis the entry
+    /// is removed after the dead letter is written, so a failure between
+    /// the two leaves the entry pending (delivered again after its lease,
+    /// at worst written twice), never lost.
+    pub async fn bury(
+        &self,
+        prefix: &str,
+        from_queue: Option<&str>,
+        meta: Meta,
+        envelope: Vec<u8>,
+    ) -> Result<String, Error> {
+        match self {
+            Store::Memory(_) => Err(Error::NotKept),
+            Store::Redis(r) => {
+                let id = r.dead_letter(prefix, &envelope).await?;
+                if let Some(entry) = from_queue {
+                    r.settle(prefix, &meta.source, entry).await?;
+                }
+                Ok(id)
+            }
+            Store::Sqlite(s) => s.bury(from_queue, meta, envelope).await,
+        }
+    }
+
+    /// Entries of `source` ready or waiting for a retry.
+    pub async fn queue_depth(&self, prefix: &str, source: &str) -> Result<i64, Error> {
+        match self {
+            Store::Memory(_) => Err(Error::NotKept),
+            Store::Redis(r) => r.queue_depth(prefix, source).await,
+            Store::Sqlite(s) => s.queue_depth(source).await,
+        }
+    }
+
+    // -----------------------------------------------------------------------
+    // Dead letters (DESIGN §6).
+
+    pub async fn dead_depth(&self, prefix: &str) -> Result<i64, Error> {
+        match self {
+            Store::Memory(_) => Err(Error::NotKept),
+            Store::Redis(r) => r.dead_depth(prefix).await,
+            Store::Sqlite(s) => s.dead_depth().await,
+        }
+    }
+
+    /// Every dead letter, oldest first, of one source or all. On Redis the
+    /// engine returns all of them and `source` is applied by the caller
+    /// after decoding.
+    pub async fn dead_list(
+        &self,
+        prefix: &str,
+        source: Option<&str>,
+    ) -> Result<Vec<Stored>, Error> {
+        match self {
+            Store::Memory(_) => Err(Error::NotKept),
+            Store::Redis(r) => r.dead_list(prefix).await,
+            Store::Sqlite(s) => s.dead_list(source).await,
+        }
+    }
+
+    /// One dead letter by id; `None` when there is none.
+    pub async fn dead_get(&self, prefix: &str, id: &str) -> Result<Option<Stored>, Error> {
+        match self {
+            Store::Memory(_) => Err(Error::NotKept),
+            Store::Redis(r) => r.dead_get(prefix, id).await,
+            Store::Sqlite(s) => s.dead_get(id).await,
+        }
+    }
+
+    pub async fn dead_remove(&self, prefix: &str, id: &str) -> Result<(), Error> {
+        match self {
+            Store::Memory(_) => Err(Error::NotKept),
+            Store::Redis(r) => r.dead_remove(prefix, id).await,
+            Store::Sqlite(s) => s.dead_remove(id).await,
+        }
+    }
+
+    /// Rewrites a dead letter after a failed replay; returns the id it is
+    /// kept under now (a new one on Redis, whose stream entries cannot
+    /// change; the same on SQLite), or `None` when it was already gone.
+    pub async fn dead_replace(
+        &self,
+        prefix: &str,
+        id: &str,
+        meta: Meta,
+        envelope: Vec<u8>,
+    ) -> Result<Option<String>, Error> {
+        match self {
+            Store::Memory(_) => Err(Error::NotKept),
+            Store::Redis(r) => r.dead_replace(prefix, id, &envelope).await,
+            Store::Sqlite(s) => s.dead_replace(id, meta, envelope).await,
+        }
+    }
+
+    /// Counts a forward failure of the event whose failure key is `key`;
+    /// returns the count in a row (the count lives `ttl` after the last one).
+    pub async fn record_failure(&self, key: &str, ttl: Duration) -> Result<u64, Error> {
+        match self {
+            Store::Memory(_) => Err(Error::NotKept),
+            Store::Redis(r) => r.record_failure(key, ttl).await,
+            Store::Sqlite(s) => s.record_failure(key, ttl).await,
         }
     }
 
     /// Checks the backend answers (for `/readyz`).
     pub async fn ping(&self) -> Result<(), Error> {
-        match self {
-            Store::Memory(store) => store.ping().await,
-            Store::Redis(store) => store.ping().await,
-        }
+        each!(self, store => store.ping().await)
     }
 
     /// The highest version accepted for the resource at `key`, if any.
     pub async fn version_check(&self, key: &str) -> Result<Option<i128>, Error> {
-        match self {
-            Store::Memory(store) => store.version_check(key).await,
-            Store::Redis(store) => store.version_check(key).await,
-        }
+        each!(self, store => store.version_check(key).await)
     }
 
     /// Atomically stores `version` at `key` if nothing or a lower version is
     /// stored there; returns whether it moved (an equal version does not).
     /// The entry lives for [`VERSION_TTL`] from its last move.
     pub async fn version_advance(&self, key: &str, version: i128) -> Result<bool, Error> {
-        match self {
-            Store::Memory(store) => store.version_advance(key, version).await,
-            Store::Redis(store) => store.version_advance(key, version).await,
-        }
+        each!(self, store => store.version_advance(key, version).await)
     }
 }
 

@@ -79,6 +79,8 @@ pub(super) struct RawStore {
     pub password: Option<Spanned<RawSecret>>,
     pub min_replicas: Option<Spanned<i64>>,
     pub replica_timeout: Option<Spanned<String>>,
+    pub path: Option<Spanned<String>>,
+    pub sync: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]

@@ -557,7 +557,7 @@ fn source_body(
         c.at(
             v,
             &delivery_field,
-            r#"delivery = "queue" needs a redis, redis-cluster or redis-sentinel store: the memory store loses its queue on restart, so a queued event would not be durable"#,
+            r#"delivery = "queue" needs a durable store (kind = "sqlite" on one host, or a redis store): the memory store loses its queue on restart, so a queued event would not be durable"#,
         );
     }
 

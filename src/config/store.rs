@@ -1,8 +1,9 @@
-//! `[store]`: the nonce store (memory, Redis, Redis Cluster or Redis
+//! `[store]`: the nonce store (SQLite, memory, Redis, Redis Cluster or Redis
 //! Sentinel), its key prefix, nonce lifetime and replication bounds.
 
 use std::fmt;
 use std::ops::Range;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use toml::Spanned;
@@ -10,13 +11,24 @@ use toml::Spanned;
 use super::check::{Check, resolve_secret};
 use super::raw::{self, RawSecret, RawStore};
 use crate::secret::Secret;
+pub use crate::store::sqlite::Sync;
 
 /// `Debug` hides the password of a Redis URL.
 #[derive(Clone, PartialEq, Eq)]
 pub enum StoreKind {
     Memory,
-    Redis { url: String },
-    RedisCluster { urls: Vec<String> },
+    /// One SQLite file (DESIGN §4a); `path` is absolute or taken from the
+    /// config file's directory.
+    Sqlite {
+        path: PathBuf,
+        sync: Sync,
+    },
+    Redis {
+        url: String,
+    },
+    RedisCluster {
+        urls: Vec<String>,
+    },
     RedisSentinel(Sentinel),
 }
 
@@ -93,6 +105,11 @@ impl fmt::Debug for StoreKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             StoreKind::Memory => f.write_str("Memory"),
+            StoreKind::Sqlite { path, sync } => f
+                .debug_struct("Sqlite")
+                .field("path", path)
+                .field("sync", sync)
+                .finish(),
             StoreKind::Redis { url } => f
                 .debug_struct("Redis")
                 .field("url", &redact_url(url))
@@ -123,6 +140,7 @@ const MAX_MIN_REPLICAS: i64 = 64;
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum KindWord {
     Memory,
+    Sqlite,
     Redis,
     Cluster,
     Sentinel,
@@ -146,6 +164,7 @@ pub(super) fn build_store(c: &mut Check<'_>, raw: Option<&Spanned<RawStore>>) ->
         "store.kind",
         &[
             ("memory", KindWord::Memory),
+            ("sqlite", KindWord::Sqlite),
             ("redis", KindWord::Redis),
             ("redis-cluster", KindWord::Cluster),
             ("redis-sentinel", KindWord::Sentinel),
@@ -155,7 +174,9 @@ pub(super) fn build_store(c: &mut Check<'_>, raw: Option<&Spanned<RawStore>>) ->
     let url = r.and_then(|r| r.url.as_ref());
     let urls = r.and_then(|r| r.urls.as_ref());
     let sentinel_keys_ok = kind == Some(KindWord::Sentinel) || refuse_sentinel_keys(c, r);
+    let sqlite_keys_ok = kind == Some(KindWord::Sqlite) || refuse_sqlite_keys(c, r);
     let store_kind = match kind {
+        Some(KindWord::Sqlite) => sqlite(c, r, table.clone()),
         Some(KindWord::Memory) => {
             if let Some(u) = url {
                 c.at(
@@ -241,6 +262,10 @@ pub(super) fn build_store(c: &mut Check<'_>, raw: Option<&Spanned<RawStore>>) ->
     let nonce_ttl = c.duration(ttl_value, "store.nonce_ttl", DEFAULT_NONCE_TTL);
     let key_prefix = match r.and_then(|r| r.key_prefix.as_ref()) {
         None => Some(DEFAULT_KEY_PREFIX.to_owned()),
+        // Checked, and without effect: one SQLite file is one namespace.
+        Some(v) if kind == Some(KindWord::Sqlite) => {
+            key_prefix(c, v).map(|_| DEFAULT_KEY_PREFIX.to_owned())
+        }
         Some(v) => key_prefix(c, v),
     };
     let memory_max_entries = c.positive(
@@ -250,7 +275,7 @@ pub(super) fn build_store(c: &mut Check<'_>, raw: Option<&Spanned<RawStore>>) ->
     );
     let (min_replicas, replica_timeout) = replication(c, r, kind);
     let store = match (
-        store_kind.filter(|_| sentinel_keys_ok),
+        store_kind.filter(|_| sentinel_keys_ok && sqlite_keys_ok),
         nonce_ttl,
         key_prefix,
         memory_max_entries,
@@ -282,6 +307,100 @@ pub(super) fn build_store(c: &mut Check<'_>, raw: Option<&Spanned<RawStore>>) ->
         kind,
         nonce_ttl,
         nonce_ttl_span: ttl_value.map(|v| v.span()).or(table),
+    }
+}
+
+/// `path` and `sync` on another kind than `sqlite`: each is a problem.
+/// Returns whether there was none.
+fn refuse_sqlite_keys(c: &mut Check<'_>, r: Option<&RawStore>) -> bool {
+    let Some(r) = r else { return true };
+    let mut ok = true;
+    if let Some(v) = &r.path {
+        c.at(v, "store.path", r#"only kind = "sqlite" takes a path"#);
+        ok = false;
+    }
+    if let Some(v) = &r.sync {
+        c.at(v, "store.sync", r#"only kind = "sqlite" takes sync"#);
+        ok = false;
+    }
+    ok
+}
+
+/// `kind = "sqlite"`: `path` (required; its directory must exist and take
+/// new files) and `sync` (`"full"`, the default, or `"normal"`).
+fn sqlite(
+    c: &mut Check<'_>,
+    r: Option<&RawStore>,
+    table: Option<Range<usize>>,
+) -> Option<StoreKind> {
+    let mut ok = true;
+    if let Some(r) = r {
+        if let Some(u) = &r.url {
+            c.at(
+                u,
+                "store.url",
+                r#"kind = "sqlite" takes path = "FILE", not url"#,
+            );
+            ok = false;
+        }
+        if let Some(u) = &r.urls {
+            c.at(
+                u,
+                "store.urls",
+                r#"kind = "sqlite" takes path = "FILE", not urls"#,
+            );
+            ok = false;
+        }
+    }
+    let sync = c.word(
+        r.and_then(|r| r.sync.as_ref()),
+        "store.sync",
+        &[("full", Sync::Full), ("normal", Sync::Normal)],
+        Some(Sync::Full),
+    );
+    let path = match r.and_then(|r| r.path.as_ref()) {
+        None => {
+            if !c.poisoned.contains("store.path") {
+                c.push(
+                    table,
+                    "store.path",
+                    r#"kind = "sqlite" needs path = "/var/lib/hookgate/hookgate.db" (a file in a directory that exists)"#,
+                );
+            }
+            None
+        }
+        Some(v) if v.get_ref().is_empty() || v.get_ref().ends_with('/') => {
+            c.at(v, "store.path", "must name a file, not a directory");
+            None
+        }
+        Some(v) => {
+            let given = Path::new(v.get_ref());
+            let path = match c.secrets.base_dir() {
+                Some(base) if given.is_relative() => base.join(given),
+                _ => given.to_owned(),
+            };
+            let dir = match path.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
+                _ => PathBuf::from("."),
+            };
+            if path.is_dir() {
+                c.at(
+                    v,
+                    "store.path",
+                    format!("{} is a directory; name a file in it", path.display()),
+                );
+                None
+            } else if let Some(problem) = c.secrets.dir_problem(&dir) {
+                c.at(v, "store.path", format!("{problem}: hookgate keeps its database file (and its -wal and -shm files) there"));
+                None
+            } else {
+                Some(path)
+            }
+        }
+    };
+    match (ok, path, sync) {
+        (true, Some(path), Some(sync)) => Some(StoreKind::Sqlite { path, sync }),
+        _ => None,
     }
 }
 
@@ -430,11 +549,11 @@ fn replication(
         None => Some(0),
         Some(v) => match u32::try_from(*v.get_ref()) {
             Ok(n) if i64::from(n) <= MAX_MIN_REPLICAS => {
-                if n > 0 && kind == Some(KindWord::Memory) {
+                if n > 0 && matches!(kind, Some(KindWord::Memory | KindWord::Sqlite)) {
                     c.at(
                         v,
                         "store.min_replicas",
-                        "the memory store has no replicas to wait for; use a redis, redis-cluster or redis-sentinel store with replicas",
+                        "the memory and sqlite stores have no replicas to wait for; use a redis, redis-cluster or redis-sentinel store with replicas",
                     );
                     None
                 } else {
@@ -471,11 +590,11 @@ fn replication(
                 ),
             );
             replica_timeout = None;
-        } else if kind == Some(KindWord::Memory) {
+        } else if matches!(kind, Some(KindWord::Memory | KindWord::Sqlite)) {
             c.at(
                 v,
                 "store.replica_timeout",
-                "the memory store has no replicas to wait for",
+                "the memory and sqlite stores have no replicas to wait for",
             );
             replica_timeout = None;
         }

@@ -74,6 +74,38 @@ pub fn dlq_key(prefix: &str) -> String {
     format!("{prefix}:dlq")
 }
 
+/// What a key names, read back from its text (the SQLite store keeps each
+/// kind in a table of its own, keyed by source and id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Named<'a> {
+    Nonce { source: &'a str, id: &'a str },
+    Version { source: &'a str, resource: &'a str },
+    VersionLock { source: &'a str, resource: &'a str },
+    Failures { source: &'a str, id: &'a str },
+}
+
+/// Reads a key built by the functions above with `prefix`. Source names
+/// hold no `:` (config validation), so the source ends at the first `:`
+/// after the kind and the rest, colons and all, is the id or resource.
+pub fn parse<'a>(prefix: &str, key: &'a str) -> Option<Named<'a>> {
+    let rest = key.strip_prefix(prefix)?.strip_prefix(':')?;
+    let (kind, rest) = rest.split_once(':')?;
+    let (source, id) = rest.split_once(':')?;
+    Some(match kind {
+        "nonce" => Named::Nonce { source, id },
+        "ver" => Named::Version {
+            source,
+            resource: id,
+        },
+        "verlock" => Named::VersionLock {
+            source,
+            resource: id,
+        },
+        "fail" => Named::Failures { source, id },
+        _ => return None,
+    })
+}
+
 /// `bytes` as lowercase hex, written from a table: digests and tokens on
 /// every request's path are encoded with it (`hex::encode` goes through a
 /// `char` iterator, several times slower).
@@ -127,6 +159,41 @@ mod tests {
             nonce_key("hookgate", "stripe", "evt_1"),
             "hookgate:nonce:stripe:evt_1"
         );
+    }
+
+    #[test]
+    fn keys_read_back_with_colons_in_ids() {
+        let p = "hg:x";
+        assert_eq!(
+            parse(p, &nonce_key(p, "stripe", "evt:1:2")),
+            Some(Named::Nonce {
+                source: "stripe",
+                id: "evt:1:2"
+            })
+        );
+        assert_eq!(
+            parse(p, &version_key(p, "s", "in:1")),
+            Some(Named::Version {
+                source: "s",
+                resource: "in:1"
+            })
+        );
+        assert_eq!(
+            parse(p, &version_lock_key(p, "s", "r")),
+            Some(Named::VersionLock {
+                source: "s",
+                resource: "r"
+            })
+        );
+        assert_eq!(
+            parse(p, &fail_key(p, "s", "e")),
+            Some(Named::Failures {
+                source: "s",
+                id: "e"
+            })
+        );
+        assert_eq!(parse("other", &nonce_key(p, "s", "e")), None);
+        assert_eq!(parse(p, &dlq_key(p)), None);
     }
 
     #[test]

@@ -40,6 +40,7 @@
 //! scrubbed of the URLs and the credentials.
 
 mod lanes;
+pub mod queue;
 mod scrub;
 pub mod sentinel;
 

@@ -1,0 +1,475 @@
+//! The embedded durable store (DESIGN §4a): one SQLite file in WAL mode.
+//!
+//! Writes go to one thread ([`writer`]) that batches the writes of
+//! concurrent requests into one transaction and one fsync (group commit);
+//! reads run on a small pool of connections on Tokio's blocking threads, and
+//! in WAL mode never wait for the writer. No SQLite call runs on an async
+//! worker thread. Several processes may open one file (`hookgate dlq` beside
+//! `hookgate run`): SQLite's locks order their writes, and a claim is one
+//! transaction, so two processes never both take one event.
+//!
+//! The keys the other stores use are read back into `(source, id)` rows
+//! ([`keys::parse`]); the tables are listed in [`schema`].
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use std::time::Duration;
+
+use prometheus_client::metrics::histogram::Histogram;
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+use tokio::sync::oneshot;
+
+use super::keys::{self, Named};
+use super::{Claim, Error, Meta, Stored};
+
+pub mod schema;
+pub mod writer;
+
+use writer::{Job, Op, Reply, Table};
+
+/// `[store] sync`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sync {
+    /// Every write an answer relies on is on disk before that answer.
+    Full,
+    /// Survives a crash of hookgate, not of the machine.
+    Normal,
+}
+
+/// How long a connection waits for another process's write lock before the
+/// write counts as failed (a prompt 503, like an unreachable Redis).
+const BUSY_TIMEOUT: Duration = Duration::from_millis(1500);
+/// Idle read connections kept.
+const READERS: usize = 4;
+
+/// The SQLite backend. Cheap to clone.
+#[derive(Clone)]
+pub struct SqliteStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    prefix: String,
+    writer: Sender<Job>,
+    readers: Mutex<Vec<Connection>>,
+    observers: writer::Observers,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.inner.path)
+            .finish()
+    }
+}
+
+fn failed(e: rusqlite::Error) -> Error {
+    Error::Unavailable(format!("sqlite: {e}"))
+}
+
+fn connection(path: &Path, flags: OpenFlags) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_with_flags(path, flags)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    Ok(conn)
+}
+
+fn id_of(id: &str) -> Option<i64> {
+    id.parse().ok()
+}
+
+impl SqliteStore {
+    /// Opens (creating it if needed) the file at `path` and brings its schema
+    /// up to date, on the writer thread; waits for that thread's word. Fails
+    /// on a file that is not a database, a newer schema, or a directory that
+    /// cannot be written. `prefix` is the one the other modules build keys with.
+    pub fn open(path: &Path, sync: Sync, prefix: &str) -> Result<Self, Error> {
+        let (jobs, receiver) = mpsc::channel::<Job>();
+        let (ready, started) = mpsc::channel::<Result<(), Error>>();
+        let observers: writer::Observers = Arc::new(OnceLock::new());
+        let thread_path = path.to_owned();
+        let thread_observers = Arc::clone(&observers);
+        std::thread::Builder::new()
+            .name("sqlite-writer".into())
+            .spawn(move || {
+                let conn = match open_writer(&thread_path) {
+                    Ok(conn) => conn,
+                    Err(e) => {
+                        let _ = ready.send(Err(e));
+                        return;
+                    }
+                };
+                let _ = ready.send(Ok(()));
+                writer::run(conn, sync, receiver, thread_observers);
+            })
+            .map_err(|e| Error::Unavailable(format!("sqlite: cannot start the writer: {e}")))?;
+        started
+            .recv()
+            .map_err(|_| Error::Unavailable("sqlite: the writer stopped at start".into()))??;
+        Ok(SqliteStore {
+            inner: Arc::new(Inner {
+                path: path.to_owned(),
+                prefix: prefix.to_owned(),
+                writer: jobs,
+                readers: Mutex::new(Vec::new()),
+                observers,
+            }),
+        })
+    }
+
+    /// Counts each group commit in `hookgate_store_batch_size` and its
+    /// fsync in `hookgate_store_sync_seconds`.
+    pub fn observe(&self, sync_seconds: Histogram, batch_size: Histogram) {
+        let _ = self.inner.observers.set((sync_seconds, batch_size));
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    async fn call(&self, op: Op) -> Result<Reply, Error> {
+        let (reply, answer) = oneshot::channel();
+        if self.inner.writer.send(Job { op, reply }).is_err() {
+            return Err(Error::Unavailable("sqlite: the writer has stopped".into()));
+        }
+        answer
+            .await
+            .map_err(|_| Error::Unavailable("sqlite: the writer has stopped".into()))?
+    }
+
+    /// Runs `read` on a pooled read connection on a blocking thread.
+    async fn read<T, F>(&self, read: F) -> Result<T, Error>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || {
+            let pooled = inner.readers.lock().ok().and_then(|mut r| r.pop());
+            let conn = match pooled {
+                Some(conn) => conn,
+                None => connection(
+                    &inner.path,
+                    OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                )
+                .map_err(failed)?,
+            };
+            let result = read(&conn).map_err(failed);
+            if let Ok(mut pool) = inner.readers.lock()
+                && pool.len() < READERS
+            {
+                pool.push(conn);
+            }
+            result
+        })
+        .await
+        .map_err(|e| Error::Unavailable(format!("sqlite: a read did not finish: {e}")))?
+    }
+
+    fn named<'k>(&self, key: &'k str) -> Result<Named<'k>, Error> {
+        keys::parse(&self.inner.prefix, key)
+            .ok_or_else(|| Error::Unavailable(format!("sqlite: no table for key {key:?}")))
+    }
+
+    fn lease_row(&self, key: &str) -> Result<(Table, String, String), Error> {
+        match self.named(key)? {
+            Named::Nonce { source, id } => Ok((Table::Nonces, source.into(), id.into())),
+            Named::VersionLock { source, resource } => {
+                Ok((Table::Leases, source.into(), resource.into()))
+            }
+            _ => Err(Error::Unavailable(format!(
+                "sqlite: {key:?} is not a lease"
+            ))),
+        }
+    }
+
+    pub async fn claim(&self, key: &str, token: &str, lease: Duration) -> Result<Claim, Error> {
+        let (table, source, id) = self.lease_row(key)?;
+        match self
+            .call(Op::Claim {
+                table,
+                source,
+                id,
+                token: token.to_owned(),
+                lease_ms: ms(lease),
+            })
+            .await?
+        {
+            Reply::Claim(claim) => Ok(claim),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    pub async fn commit(&self, key: &str, ttl: Duration) -> Result<(), Error> {
+        let Named::Nonce { source, id } = self.named(key)? else {
+            return Err(Error::Unavailable(format!(
+                "sqlite: {key:?} is not a nonce"
+            )));
+        };
+        self.call(Op::Commit {
+            source: source.into(),
+            id: id.into(),
+            ttl_ms: ms(ttl),
+        })
+        .await
+        .map(|_| ())
+    }
+
+    pub async fn release(&self, key: &str, token: &str) -> Result<(), Error> {
+        let (table, source, id) = self.lease_row(key)?;
+        self.call(Op::Release {
+            table,
+            source,
+            id,
+            token: token.to_owned(),
+        })
+        .await
+        .map(|_| ())
+    }
+
+    /// A write through the writer: the file takes writes.
+    pub async fn ping(&self) -> Result<(), Error> {
+        self.call(Op::Ping).await.map(|_| ())
+    }
+
+    pub async fn version_check(&self, key: &str) -> Result<Option<i128>, Error> {
+        let Named::Version { source, resource } = self.named(key)? else {
+            return Err(Error::Unavailable(format!(
+                "sqlite: {key:?} is not a version"
+            )));
+        };
+        let (source, resource) = (source.to_owned(), resource.to_owned());
+        let now = crate::time::now_ms();
+        let held: Option<String> = self
+            .read(move |conn| {
+                conn.prepare_cached(
+                    "SELECT version FROM versions WHERE source = ?1 AND resource = ?2 AND expires_ms > ?3",
+                )?
+                .query_row(params![source, resource, now], |r| r.get(0))
+                .optional()
+            })
+            .await?;
+        Ok(held.and_then(|v| v.parse().ok()))
+    }
+
+    pub async fn version_advance(&self, key: &str, version: i128) -> Result<bool, Error> {
+        let Named::Version { source, resource } = self.named(key)? else {
+            return Err(Error::Unavailable(format!(
+                "sqlite: {key:?} is not a version"
+            )));
+        };
+        match self
+            .call(Op::VersionAdvance {
+                source: source.into(),
+                resource: resource.into(),
+                version,
+            })
+            .await?
+        {
+            Reply::Moved(moved) => Ok(moved),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    pub async fn record_failure(&self, key: &str, ttl: Duration) -> Result<u64, Error> {
+        let Named::Failures { source, id } = self.named(key)? else {
+            return Err(Error::Unavailable(format!(
+                "sqlite: {key:?} is not a failure count"
+            )));
+        };
+        match self
+            .call(Op::Failure {
+                source: source.into(),
+                id: id.into(),
+                ttl_ms: ms(ttl),
+            })
+            .await?
+        {
+            Reply::Count(n) => Ok(n),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    pub async fn enqueue(&self, meta: Meta, envelope: Vec<u8>) -> Result<String, Error> {
+        match self.call(Op::Enqueue { meta, envelope }).await? {
+            Reply::Id(id) => Ok(id.to_string()),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Due entries of `source` whose lease is free (never taken, or taken by
+    /// a process that stopped), leased to `consumer` for `lease`.
+    pub async fn take(
+        &self,
+        source: &str,
+        consumer: &str,
+        lease: Duration,
+        count: usize,
+    ) -> Result<Vec<Stored>, Error> {
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        match self
+            .call(Op::Take {
+                source: source.into(),
+                consumer: consumer.into(),
+                lease_ms: ms(lease),
+                count: i64::try_from(count).unwrap_or(i64::MAX),
+            })
+            .await?
+        {
+            Reply::Taken(taken) => Ok(taken),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    pub async fn settle(&self, id: &str) -> Result<(), Error> {
+        let Some(id) = id_of(id) else { return Ok(()) };
+        self.call(Op::Settle { id }).await.map(|_| ())
+    }
+
+    pub async fn park(
+        &self,
+        id: &str,
+        meta: Meta,
+        envelope: Vec<u8>,
+        delay: Duration,
+    ) -> Result<(), Error> {
+        let Some(id) = id_of(id) else { return Ok(()) };
+        self.call(Op::Park {
+            id,
+            meta,
+            envelope,
+            delay_ms: ms(delay),
+        })
+        .await
+        .map(|_| ())
+    }
+
+    /// Writes a dead letter and, in the same transaction, removes the queue
+    /// entry `from_queue` it comes from.
+    pub async fn bury(
+        &self,
+        from_queue: Option<&str>,
+        meta: Meta,
+        envelope: Vec<u8>,
+    ) -> Result<String, Error> {
+        match self
+            .call(Op::Bury {
+                from_queue: from_queue.and_then(id_of),
+                meta,
+                envelope,
+            })
+            .await?
+        {
+            Reply::Id(id) => Ok(id.to_string()),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    pub async fn dead_remove(&self, id: &str) -> Result<(), Error> {
+        let Some(id) = id_of(id) else { return Ok(()) };
+        self.call(Op::DeadRemove { id }).await.map(|_| ())
+    }
+
+    /// Rewrites a dead letter in place (its id stays); `None` when it was
+    /// already gone.
+    pub async fn dead_replace(
+        &self,
+        id: &str,
+        meta: Meta,
+        envelope: Vec<u8>,
+    ) -> Result<Option<String>, Error> {
+        let Some(id) = id_of(id) else { return Ok(None) };
+        match self.call(Op::DeadReplace { id, meta, envelope }).await? {
+            Reply::Replaced(id) => Ok(id.map(|id| id.to_string())),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    pub async fn queue_depth(&self, source: &str) -> Result<i64, Error> {
+        let source = source.to_owned();
+        self.read(move |conn| {
+            conn.prepare_cached("SELECT count(*) FROM queue WHERE source = ?1")?
+                .query_row(params![source], |r| r.get(0))
+        })
+        .await
+    }
+
+    pub async fn dead_depth(&self) -> Result<i64, Error> {
+        self.read(|conn| {
+            conn.prepare_cached("SELECT count(*) FROM dead_letters")?
+                .query_row([], |r| r.get(0))
+        })
+        .await
+    }
+
+    /// Every dead letter (of one source, or all), oldest first.
+    pub async fn dead_list(&self, source: Option<&str>) -> Result<Vec<Stored>, Error> {
+        let source = source.map(str::to_owned);
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT id, envelope FROM dead_letters WHERE ?1 IS NULL OR source = ?1 ORDER BY id",
+            )?;
+            let rows = stmt.query_map(params![source], |r| {
+                Ok(Stored {
+                    id: r.get::<_, i64>(0)?.to_string(),
+                    envelope: r.get(1)?,
+                })
+            })?;
+            rows.collect()
+        })
+        .await
+    }
+
+    pub async fn dead_get(&self, id: &str) -> Result<Option<Stored>, Error> {
+        let Some(id) = id_of(id) else { return Ok(None) };
+        self.read(move |conn| {
+            conn.prepare_cached("SELECT envelope FROM dead_letters WHERE id = ?1")?
+                .query_row(params![id], |r| {
+                    Ok(Stored {
+                        id: id.to_string(),
+                        envelope: r.get(0)?,
+                    })
+                })
+                .optional()
+        })
+        .await
+    }
+}
+
+/// Opens the writer's connection: WAL mode, the schema brought up to date.
+fn open_writer(path: &Path) -> Result<Connection, Error> {
+    let where_ = path.display();
+    let mut conn = connection(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| Error::Unavailable(format!("sqlite: cannot open {where_}: {e}")))?;
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+        .map_err(|e| Error::Unavailable(format!("sqlite: {where_}: {e}")))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(Error::Unavailable(format!(
+            "sqlite: {where_}: the file stays in {mode} mode; WAL is needed (is it on a network filesystem?)"
+        )));
+    }
+    let found = schema::migrate(&mut conn)
+        .map_err(|e| Error::Unavailable(format!("sqlite: {where_}: {e}")))?;
+    if found != 0 && found < schema::VERSION {
+        tracing::info!(path = %where_, from = found, to = schema::VERSION, "sqlite schema migrated");
+    }
+    Ok(conn)
+}
+
+fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX).max(1)
+}
+
+fn unexpected(reply: &Reply) -> Error {
+    Error::Unavailable(format!("sqlite: unexpected answer {reply:?}"))
+}

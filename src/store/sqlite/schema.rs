@@ -1,0 +1,181 @@
+//! The SQLite file's tables and their versions (`PRAGMA user_version`).
+//!
+//! | table | one row per | columns an operator reads |
+//! |---|---|---|
+//! | `nonces` | event id seen | `source`, `event_id`, `state` (`in_flight` or `done`), `expires_ms` |
+//! | `leases` | resource being delivered (version gate) | `source`, `resource`, `expires_ms` |
+//! | `versions` | gated resource | `source`, `resource`, `version` (decimal text) |
+//! | `failures` | forward-mode event the app failed | `source`, `event_id`, `count` |
+//! | `queue` | queued event | `id`, `source`, `event_id`, `event_type`, `attempts`, `last_error`, `due_ms`, `lease_owner` |
+//! | `dead_letters` | dead letter | `id`, `source`, `event_id`, `event_type`, `attempts`, `last_error`, `dead_ms` |
+//!
+//! Times are unix milliseconds. `envelope` holds the stored request: JSON
+//! metadata, a newline, the raw body. The schema uses nothing newer than
+//! SQLite 3.40 reads, so the `sqlite3` shell of a current distribution opens it.
+
+use rusqlite::Connection;
+
+/// Each step takes the file from version `index` to `index + 1`.
+const STEPS: &[&str] = &[r"
+CREATE TABLE nonces (
+    source     TEXT NOT NULL,
+    event_id   TEXT NOT NULL,
+    state      TEXT NOT NULL CHECK (state IN ('in_flight', 'done')),
+    token      TEXT,
+    expires_ms INTEGER NOT NULL,
+    PRIMARY KEY (source, event_id)
+) WITHOUT ROWID;
+CREATE INDEX nonces_expiry ON nonces (expires_ms);
+
+CREATE TABLE leases (
+    source     TEXT NOT NULL,
+    resource   TEXT NOT NULL,
+    token      TEXT NOT NULL,
+    expires_ms INTEGER NOT NULL,
+    PRIMARY KEY (source, resource)
+) WITHOUT ROWID;
+
+CREATE TABLE versions (
+    source     TEXT NOT NULL,
+    resource   TEXT NOT NULL,
+    version    TEXT NOT NULL,
+    expires_ms INTEGER NOT NULL,
+    PRIMARY KEY (source, resource)
+) WITHOUT ROWID;
+CREATE INDEX versions_expiry ON versions (expires_ms);
+
+CREATE TABLE failures (
+    source     TEXT NOT NULL,
+    event_id   TEXT NOT NULL,
+    count      INTEGER NOT NULL,
+    expires_ms INTEGER NOT NULL,
+    PRIMARY KEY (source, event_id)
+) WITHOUT ROWID;
+CREATE INDEX failures_expiry ON failures (expires_ms);
+
+CREATE TABLE queue (
+    id             INTEGER PRIMARY KEY AUTOINCREMENT,
+    source         TEXT NOT NULL,
+    event_id       TEXT NOT NULL,
+    event_type     TEXT,
+    attempts       INTEGER NOT NULL DEFAULT 0,
+    last_error     TEXT,
+    enqueued_ms    INTEGER NOT NULL,
+    due_ms         INTEGER NOT NULL,
+    lease_owner    TEXT,
+    lease_until_ms INTEGER,
+    envelope       BLOB NOT NULL
+);
+CREATE INDEX queue_due ON queue (source, due_ms);
+
+CREATE TABLE dead_letters (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    source      TEXT NOT NULL,
+    event_id    TEXT NOT NULL,
+    event_type  TEXT,
+    delivery    TEXT NOT NULL,
+    attempts    INTEGER NOT NULL,
+    last_error  TEXT,
+    received_ms INTEGER NOT NULL,
+    dead_ms     INTEGER,
+    envelope    BLOB NOT NULL
+);
+CREATE INDEX dead_letters_source ON dead_letters (source, id);
+"];
+
+/// The schema version this build writes.
+pub const VERSION: i64 = STEPS.len() as i64;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(
+        "the file's schema is version {found}, newer than version {supported} that this hookgate knows: \
+         run a hookgate at least as new as the one that wrote it, or restore a backup"
+    )]
+    Newer { found: i64, supported: i64 },
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+}
+
+/// Brings the file to [`VERSION`]: a new file gets every table, an older one
+/// the steps it lacks, in one transaction; a newer one is refused untouched.
+/// Returns the version the file had.
+pub fn migrate(conn: &mut Connection) -> Result<i64, Error> {
+    let found: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if found > VERSION {
+        return Err(Error::Newer {
+            found,
+            supported: VERSION,
+        });
+    }
+    if found == VERSION {
+        return Ok(found);
+    }
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    // Another process may have migrated between the read and the lock.
+    let now: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if now > VERSION {
+        return Err(Error::Newer {
+            found: now,
+            supported: VERSION,
+        });
+    }
+    for step in STEPS.iter().skip(usize::try_from(now).unwrap_or(0)) {
+        tx.execute_batch(step)?;
+    }
+    tx.pragma_update(None, "user_version", VERSION)?;
+    tx.commit()?;
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_file_gets_every_table_and_the_version() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        assert_eq!(migrate(&mut conn).expect("migrate"), 0);
+        let v: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .expect("version");
+        assert_eq!(v, VERSION);
+        for table in [
+            "nonces",
+            "leases",
+            "versions",
+            "failures",
+            "queue",
+            "dead_letters",
+        ] {
+            let n: i64 = conn
+                .query_row(
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                    [table],
+                    |r| r.get(0),
+                )
+                .expect("lookup");
+            assert_eq!(n, 1, "{table}");
+        }
+        // Again: nothing to do.
+        assert_eq!(migrate(&mut conn).expect("again"), VERSION);
+    }
+
+    #[test]
+    fn a_newer_file_is_refused_untouched() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        conn.pragma_update(None, "user_version", VERSION + 1)
+            .expect("set");
+        let e = migrate(&mut conn).expect_err("newer");
+        let text = e.to_string();
+        assert!(
+            text.contains(&format!("version {}", VERSION + 1))
+                && text.contains(&format!("version {VERSION}")),
+            "{text}"
+        );
+        let n: i64 = conn
+            .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+            .expect("count");
+        assert_eq!(n, 0);
+    }
+}

@@ -1,0 +1,512 @@
+//! The one thread that writes the file, with group commit.
+//!
+//! Requests send [`Op`]s over a channel. The thread takes the first waiting
+//! op and every op queued behind it (at most [`MAX_BATCH`]), runs them in one
+//! `BEGIN IMMEDIATE` transaction and commits once, then answers each. While
+//! one batch is being synced, the next gathers, so under load one fsync
+//! serves many requests.
+//!
+//! With `sync = "full"` a batch holding an op that backs a promise
+//! ([`Op::durable`]: a nonce commit, an enqueue, a version advance, a dead
+//! letter, a queue settle or retry) commits with `synchronous = FULL`: its
+//! WAL frames are on disk before any of its ops is answered. A batch of
+//! claims and releases only commits with `synchronous = OFF`: a crash ends
+//! every lease anyway, and the next synced commit covers its frames too (the
+//! WAL is one file, synced whole).
+//!
+//! An op that fails rolls its batch back; the ops of that batch then run
+//! again one transaction each, so one bad op fails alone. Expired rows are
+//! purged between batches, at most [`PURGE_LIMIT`] rows per table per pass.
+
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use prometheus_client::metrics::histogram::Histogram;
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use tokio::sync::oneshot;
+
+use super::Sync;
+use crate::store::{Claim, Error, Meta, Stored, VERSION_TTL};
+use crate::time::now_ms;
+
+/// Ops one transaction holds at most.
+pub const MAX_BATCH: usize = 512;
+/// How often expired rows are purged.
+const PURGE_EVERY: Duration = Duration::from_secs(10);
+/// Rows one purge pass deletes per table at most.
+pub const PURGE_LIMIT: i64 = 2000;
+
+/// Which lease table a claim or release names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Table {
+    /// `nonces`: an event id.
+    Nonces,
+    /// `leases`: a gated resource while one of its versions is delivered.
+    Leases,
+}
+
+/// One write, as the writer thread runs it.
+#[derive(Debug)]
+pub enum Op {
+    Claim {
+        table: Table,
+        source: String,
+        id: String,
+        token: String,
+        lease_ms: i64,
+    },
+    Commit {
+        source: String,
+        id: String,
+        ttl_ms: i64,
+    },
+    Release {
+        table: Table,
+        source: String,
+        id: String,
+        token: String,
+    },
+    VersionAdvance {
+        source: String,
+        resource: String,
+        version: i128,
+    },
+    Failure {
+        source: String,
+        id: String,
+        ttl_ms: i64,
+    },
+    Enqueue {
+        meta: Meta,
+        envelope: Vec<u8>,
+    },
+    Take {
+        source: String,
+        consumer: String,
+        lease_ms: i64,
+        count: i64,
+    },
+    Settle {
+        id: i64,
+    },
+    Park {
+        id: i64,
+        meta: Meta,
+        envelope: Vec<u8>,
+        delay_ms: i64,
+    },
+    /// A dead letter, and the queue entry it comes from (removed in the same
+    /// transaction), if any.
+    Bury {
+        from_queue: Option<i64>,
+        meta: Meta,
+        envelope: Vec<u8>,
+    },
+    DeadRemove {
+        id: i64,
+    },
+    DeadReplace {
+        id: i64,
+        meta: Meta,
+        envelope: Vec<u8>,
+    },
+    /// A write that changes nothing, to show the file takes writes.
+    Ping,
+}
+
+impl Op {
+    /// Whether an answer relies on this write being on disk.
+    fn durable(&self) -> bool {
+        !matches!(
+            self,
+            Op::Claim { .. } | Op::Release { .. } | Op::Failure { .. } | Op::Take { .. } | Op::Ping
+        )
+    }
+}
+
+/// What an op answers.
+#[derive(Debug)]
+pub enum Reply {
+    Done,
+    Claim(Claim),
+    Moved(bool),
+    Count(u64),
+    Id(i64),
+    Replaced(Option<i64>),
+    Taken(Vec<Stored>),
+}
+
+pub struct Job {
+    pub op: Op,
+    pub reply: oneshot::Sender<Result<Reply, Error>>,
+}
+
+/// The group-commit histograms, once the metrics exist.
+pub type Observers = Arc<OnceLock<(Histogram, Histogram)>>;
+
+fn failed(e: rusqlite::Error) -> Error {
+    Error::Unavailable(format!("sqlite: {e}"))
+}
+
+/// Runs until every sender is gone.
+pub fn run(mut conn: Connection, sync: Sync, jobs: Receiver<Job>, observers: Observers) {
+    let mut synchronous = None;
+    let mut last_purge = Instant::now();
+    loop {
+        let first = match jobs.recv_timeout(PURGE_EVERY) {
+            Ok(job) => Some(job),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => return,
+        };
+        if last_purge.elapsed() >= PURGE_EVERY {
+            last_purge = Instant::now();
+            if let Err(e) = purge(&mut conn, now_ms()) {
+                tracing::warn!(error = %e, "sqlite: purging expired rows failed");
+            }
+        }
+        let Some(first) = first else { continue };
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match jobs.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        let durable = sync == Sync::Full && batch.iter().any(|j| j.op.durable());
+        let wanted = match (sync, durable) {
+            (Sync::Normal, _) => "NORMAL",
+            (Sync::Full, true) => "FULL",
+            (Sync::Full, false) => "OFF",
+        };
+        if synchronous != Some(wanted) {
+            match conn.pragma_update(None, "synchronous", wanted) {
+                Ok(()) => synchronous = Some(wanted),
+                Err(e) => {
+                    let e = failed(e);
+                    for job in batch {
+                        let _ = job.reply.send(Err(e.clone()));
+                    }
+                    continue;
+                }
+            }
+        }
+        let size = batch.len();
+        let started = Instant::now();
+        let results = match run_batch(&mut conn, &batch) {
+            Ok(results) => results,
+            // One op failed: each alone, so the others still land.
+            Err(_) => batch
+                .iter()
+                .map(|job| run_batch(&mut conn, std::slice::from_ref(job)).and_then(one))
+                .collect(),
+        };
+        if let Some((sync_seconds, batch_size)) = observers.get() {
+            batch_size.observe(size as f64);
+            if batch.iter().any(|j| j.op.durable()) {
+                sync_seconds.observe(started.elapsed().as_secs_f64());
+            }
+        }
+        for (job, result) in batch.into_iter().zip(results) {
+            let _ = job.reply.send(result);
+        }
+    }
+}
+
+fn one(mut results: Vec<Result<Reply, Error>>) -> Result<Reply, Error> {
+    results
+        .pop()
+        .unwrap_or_else(|| Err(Error::Unavailable("sqlite: no result".into())))
+}
+
+/// Runs `batch` in one transaction. `Err` when any op failed (nothing of
+/// the batch is kept then).
+fn run_batch(conn: &mut Connection, batch: &[Job]) -> Result<Vec<Result<Reply, Error>>, Error> {
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(failed)?;
+    let now = now_ms();
+    let mut out = Vec::with_capacity(batch.len());
+    for job in batch {
+        out.push(Ok(apply(&tx, &job.op, now).map_err(failed)?));
+    }
+    tx.commit().map_err(failed)?;
+    Ok(out)
+}
+
+fn table(t: Table) -> (&'static str, &'static str) {
+    match t {
+        Table::Nonces => ("nonces", "event_id"),
+        Table::Leases => ("leases", "resource"),
+    }
+}
+
+fn apply(tx: &Transaction<'_>, op: &Op, now: i64) -> rusqlite::Result<Reply> {
+    match op {
+        Op::Claim {
+            table: t,
+            source,
+            id,
+            token,
+            lease_ms,
+        } => {
+            let (name, column) = table(*t);
+            let found: Option<(Option<String>, i64)> = tx
+                .prepare_cached(&format!(
+                    "SELECT {state}, expires_ms FROM {name} WHERE source = ?1 AND {column} = ?2",
+                    state = if *t == Table::Nonces { "state" } else { "NULL" },
+                ))?
+                .query_row(params![source, id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?;
+            match found {
+                Some((state, expires)) if expires > now => {
+                    return Ok(Reply::Claim(if state.as_deref() == Some("done") {
+                        Claim::Done
+                    } else {
+                        Claim::InFlight
+                    }));
+                }
+                _ => {}
+            }
+            let expires = now.saturating_add(*lease_ms);
+            match t {
+                Table::Nonces => tx
+                    .prepare_cached(
+                        "INSERT OR REPLACE INTO nonces (source, event_id, state, token, expires_ms) \
+                         VALUES (?1, ?2, 'in_flight', ?3, ?4)",
+                    )?
+                    .execute(params![source, id, token, expires])?,
+                Table::Leases => tx
+                    .prepare_cached(
+                        "INSERT OR REPLACE INTO leases (source, resource, token, expires_ms) \
+                         VALUES (?1, ?2, ?3, ?4)",
+                    )?
+                    .execute(params![source, id, token, expires])?,
+            };
+            Ok(Reply::Claim(Claim::Fresh))
+        }
+        Op::Commit { source, id, ttl_ms } => {
+            tx.prepare_cached(
+                "INSERT OR REPLACE INTO nonces (source, event_id, state, token, expires_ms) \
+                 VALUES (?1, ?2, 'done', NULL, ?3)",
+            )?
+            .execute(params![source, id, now.saturating_add(*ttl_ms)])?;
+            Ok(Reply::Done)
+        }
+        Op::Release {
+            table: t,
+            source,
+            id,
+            token,
+        } => {
+            match t {
+                Table::Nonces => tx
+                    .prepare_cached(
+                        "DELETE FROM nonces WHERE source = ?1 AND event_id = ?2 \
+                         AND state = 'in_flight' AND token = ?3",
+                    )?
+                    .execute(params![source, id, token])?,
+                Table::Leases => tx
+                    .prepare_cached(
+                        "DELETE FROM leases WHERE source = ?1 AND resource = ?2 AND token = ?3",
+                    )?
+                    .execute(params![source, id, token])?,
+            };
+            Ok(Reply::Done)
+        }
+        Op::VersionAdvance {
+            source,
+            resource,
+            version,
+        } => {
+            let current: Option<(String, i64)> = tx
+                .prepare_cached(
+                    "SELECT version, expires_ms FROM versions WHERE source = ?1 AND resource = ?2",
+                )?
+                .query_row(params![source, resource], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?;
+            let held = current
+                .filter(|(_, expires)| *expires > now)
+                .and_then(|(v, _)| v.parse::<i128>().ok());
+            if held.is_some_and(|held| held >= *version) {
+                return Ok(Reply::Moved(false));
+            }
+            let ttl = i64::try_from(VERSION_TTL.as_millis()).unwrap_or(i64::MAX);
+            tx.prepare_cached(
+                "INSERT OR REPLACE INTO versions (source, resource, version, expires_ms) \
+                 VALUES (?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![
+                source,
+                resource,
+                version.to_string(),
+                now.saturating_add(ttl)
+            ])?;
+            Ok(Reply::Moved(true))
+        }
+        Op::Failure { source, id, ttl_ms } => {
+            let count: i64 = tx
+                .prepare_cached(
+                    "INSERT INTO failures (source, event_id, count, expires_ms) VALUES (?1, ?2, 1, ?4) \
+                     ON CONFLICT (source, event_id) DO UPDATE SET \
+                       count = CASE WHEN expires_ms > ?3 THEN count + 1 ELSE 1 END, \
+                       expires_ms = excluded.expires_ms \
+                     RETURNING count",
+                )?
+                .query_row(params![source, id, now, now.saturating_add(*ttl_ms)], |r| {
+                    r.get(0)
+                })?;
+            Ok(Reply::Count(u64::try_from(count).unwrap_or(0)))
+        }
+        Op::Enqueue { meta, envelope } => {
+            tx.prepare_cached(
+                "INSERT INTO queue (source, event_id, event_type, attempts, last_error, \
+                 enqueued_ms, due_ms, envelope) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)",
+            )?
+            .execute(params![
+                meta.source,
+                meta.event_id,
+                meta.event_type,
+                meta.attempts,
+                meta.last_error,
+                now,
+                envelope
+            ])?;
+            Ok(Reply::Id(tx.last_insert_rowid()))
+        }
+        Op::Take {
+            source,
+            consumer,
+            lease_ms,
+            count,
+        } => {
+            let mut taken = Vec::new();
+            let mut reclaimed = 0usize;
+            {
+                let mut select = tx.prepare_cached(
+                    "SELECT id, envelope, lease_owner FROM queue WHERE source = ?1 AND due_ms <= ?2 \
+                     AND (lease_until_ms IS NULL OR lease_until_ms <= ?2) ORDER BY due_ms, id LIMIT ?3",
+                )?;
+                let rows = select.query_map(params![source, now, count], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, Vec<u8>>(1)?,
+                        r.get::<_, Option<String>>(2)?,
+                    ))
+                })?;
+                for row in rows {
+                    let (id, envelope, owner) = row?;
+                    if owner.is_some() {
+                        reclaimed += 1;
+                    }
+                    taken.push(Stored {
+                        id: id.to_string(),
+                        envelope,
+                    });
+                }
+            }
+            let mut lease = tx.prepare_cached(
+                "UPDATE queue SET lease_owner = ?1, lease_until_ms = ?2 WHERE id = ?3",
+            )?;
+            for entry in &taken {
+                lease.execute(params![consumer, now.saturating_add(*lease_ms), entry.id])?;
+            }
+            if reclaimed > 0 {
+                tracing::info!(source = %source, entries = reclaimed, "took over queue entries whose lease ran out (a stopped process's)");
+            }
+            Ok(Reply::Taken(taken))
+        }
+        Op::Settle { id } => {
+            tx.prepare_cached("DELETE FROM queue WHERE id = ?1")?
+                .execute(params![id])?;
+            Ok(Reply::Done)
+        }
+        Op::Park {
+            id,
+            meta,
+            envelope,
+            delay_ms,
+        } => {
+            tx.prepare_cached(
+                "UPDATE queue SET envelope = ?2, attempts = ?3, last_error = ?4, due_ms = ?5, \
+                 lease_owner = NULL, lease_until_ms = NULL WHERE id = ?1",
+            )?
+            .execute(params![
+                id,
+                envelope,
+                meta.attempts,
+                meta.last_error,
+                now.saturating_add(*delay_ms)
+            ])?;
+            Ok(Reply::Done)
+        }
+        Op::Bury {
+            from_queue,
+            meta,
+            envelope,
+        } => {
+            tx.prepare_cached(
+                "INSERT INTO dead_letters (source, event_id, event_type, delivery, attempts, \
+                 last_error, received_ms, dead_ms, envelope) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )?
+            .execute(params![
+                meta.source,
+                meta.event_id,
+                meta.event_type,
+                meta.delivery,
+                meta.attempts,
+                meta.last_error,
+                meta.received_ms,
+                meta.dead_ms,
+                envelope
+            ])?;
+            let id = tx.last_insert_rowid();
+            if let Some(entry) = from_queue {
+                tx.prepare_cached("DELETE FROM queue WHERE id = ?1")?
+                    .execute(params![entry])?;
+            }
+            Ok(Reply::Id(id))
+        }
+        Op::DeadRemove { id } => {
+            tx.prepare_cached("DELETE FROM dead_letters WHERE id = ?1")?
+                .execute(params![id])?;
+            Ok(Reply::Done)
+        }
+        Op::DeadReplace { id, meta, envelope } => {
+            let n = tx
+                .prepare_cached(
+                    "UPDATE dead_letters SET attempts = ?2, last_error = ?3, envelope = ?4 WHERE id = ?1",
+                )?
+                .execute(params![id, meta.attempts, meta.last_error, envelope])?;
+            Ok(Reply::Replaced((n == 1).then_some(*id)))
+        }
+        Op::Ping => {
+            // Rewrites the header page: a real write through the WAL.
+            tx.pragma_update(None, "user_version", super::schema::VERSION)?;
+            Ok(Reply::Done)
+        }
+    }
+}
+
+/// Deletes expired nonces, leases, versions and failure counts, at most
+/// [`PURGE_LIMIT`] of each.
+pub fn purge(conn: &mut Connection, now: i64) -> rusqlite::Result<usize> {
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let mut n = 0;
+    for (table, key) in [
+        ("nonces", "source, event_id"),
+        ("leases", "source, resource"),
+        ("versions", "source, resource"),
+        ("failures", "source, event_id"),
+    ] {
+        n += tx.execute(
+            &format!(
+                "DELETE FROM {table} WHERE ({key}) IN \
+                 (SELECT {key} FROM {table} WHERE expires_ms <= ?1 LIMIT ?2)"
+            ),
+            params![now, PURGE_LIMIT],
+        )?;
+    }
+    tx.commit()?;
+    Ok(n)
+}
