@@ -24,6 +24,9 @@
 //! - `properties`: sign/verify round trips and single-byte tampering, every scheme.
 //! - `store_failure`: `on_store_error`, and a commit that fails after the app's 2xx.
 //! - `secrets`: no secret in any output, even at trace level.
+//! - `sqlite`: `kind = "sqlite"`: `kill -9` in a queue backlog and after
+//!   forwarding, dead letters across a restart, the fsync before the answer
+//!   (traced), group commit, refused files (newer schema, corrupt, locked).
 //! - `sentinel`: `kind = "redis-sentinel"` through failovers, and `min_replicas`.
 //! - `ordering`: the version gate, forward and queue, two versions at once.
 //! - `queue`: queue delivery: ack after enqueue, retries, 4xx, SIGKILL, replicas.
@@ -64,6 +67,7 @@ mod rotation;
 mod schemes;
 mod secrets;
 mod sentinel;
+mod sqlite;
 mod shutdown;
 mod store;
 mod store_failure;
