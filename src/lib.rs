@@ -20,15 +20,18 @@
 //!   engine are rows of `scheme/catalog.rs`.
 //! - [`keyfetch`]: keys that come from the provider (SNS and PayPal
 //!   certificates, Google's JWKS), fetched over HTTPS and cached.
-//! - [`store`]: the nonce store (memory, Redis, Sentinel or Cluster) that turns
-//!   retries into duplicates; `store::keys` holds the whole key layout.
+//! - [`store`]: the nonce store (SQLite, memory, Redis, Sentinel or Cluster)
+//!   that turns retries into duplicates, and for the durable engines the
+//!   queue and dead letters, one backend per engine (`store/redis/queue.rs`,
+//!   `store/sqlite/`: the writer thread with group commit, the schema);
+//!   `store::keys` holds the whole key layout.
 //! - [`ordering`]: the version gate: never older than what the app accepted.
 //! - [`delivery`]: the life of a claimed event, written once: claim, gate,
 //!   attempt (re-signed when the source asks), commit or release; forward
 //!   mode, the queue workers and replays all call it.
 //! - [`forward`]: the keep-alive HTTP/1.1 client to the app, header hygiene, timeouts.
 //! - [`envelope`]: a verified request as kept for later (queue, dead letters).
-//! - [`queue`]: queue delivery: the durable stream and its workers.
+//! - [`queue`]: queue delivery: the workers over the store's queue.
 //! - [`dlq`]: dead letters: what the app could not take, and replay.
 //! - [`pipeline`]: the DESIGN §3 order, top to bottom, ending in one [`outcome::Outcome`].
 //! - [`outcome`]: one variant per status-table row; the only place statuses are chosen.
