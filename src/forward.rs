@@ -23,6 +23,15 @@
 //!
 //! A connection whose exchange failed, timed out or was cancelled is dropped,
 //! never returned to the pool.
+//!
+//! # Early answers
+//!
+//! An app may answer before it has read the whole body and then stop reading
+//! or close. The writer watches for that answer (`http1::write_request`),
+//! stops writing, and the app's answer is the sender's, settled by its status
+//! like any other; when the write failed first, an answer that arrived before
+//! the close is still read and preferred to the write error. That connection
+//! is never pooled: the app has not read the rest of the request.
 
 mod connect;
 mod http1;
