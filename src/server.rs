@@ -303,7 +303,8 @@ impl Drop for Busy {
 
 /// What a connection's task polls: the connection, the timer that enforces
 /// its idle and age bounds, and the server's shutdown, any of which starts a
-/// graceful close; the slot goes back when the connection ends. A struct, not
+/// graceful close; then the same timer bounds the close, and the connection
+/// is dropped when it runs out. The slot goes back when the task ends. A struct, not
 /// an `async` block: a block keeps the connection future both as a captured
 /// value and as the value it awaits, doubling every idle connection's task.
 struct Served<C> {
