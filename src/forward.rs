@@ -23,6 +23,15 @@
 //!
 //! A connection whose exchange failed, timed out or was cancelled is dropped,
 //! never returned to the pool.
+//!
+//! # Early answers
+//!
+//! An app may answer before it has read the whole body and then stop reading
+//! or close. The writer watches for that answer (`http1::write_request`),
+//! stops writing, and the app's answer is the sender's, settled by its status
+//! like any other; when the write failed first, an answer that arrived before
+//! the close is still read and preferred to the write error. That connection
+//! is never pooled: the app has not read the rest of the request.
 
 mod connect;
 mod http1;
@@ -183,38 +192,49 @@ impl Forwarder {
             Some(stream) => (stream, true),
             None => (self.connect(origin).await?, false),
         };
-        loop {
+        let sent = loop {
             match http1::write_request(&mut stream, request).await {
-                Ok(()) => break,
+                Ok(sent) => break sent,
                 Err(e) if reused && !e.accepted => {
                     tracing::debug!(error = %e, "an idle connection to the app was closed; opening a new one");
                     stream = self.connect(origin).await?;
                     reused = false;
                 }
+                Err(e) if e.accepted => {
+                    // An app that answers and closes before reading the whole
+                    // body makes the write fail; its answer, if it arrived, is
+                    // the one the sender gets.
+                    let answer = http1::read_response(
+                        &mut stream,
+                        e.read,
+                        exchange.head_request,
+                        exchange.limit,
+                    )
+                    .await
+                    .map_err(|_| {
+                        Error::Unavailable(format!("writing the request: {}", e.source))
+                    })?;
+                    return Ok(finish(answer, exchange, true));
+                }
                 Err(e) => {
                     return Err(Error::Unavailable(format!("writing the request: {e}")));
                 }
             }
-        }
-        let answer = http1::read_response(&mut stream, exchange.head_request, exchange.limit)
-            .await
-            .map_err(|e| Error::Unavailable(format!("reading the app's response: {e}")))?;
-        if answer.reusable && exchange.keepalive {
+        };
+        let answer = http1::read_response(
+            &mut stream,
+            sent.read,
+            exchange.head_request,
+            exchange.limit,
+        )
+        .await
+        .map_err(|e| Error::Unavailable(format!("reading the app's response: {e}")))?;
+        // After an early answer the app has not read the whole request: the
+        // rest of it would be read as the next one, so the connection goes.
+        if answer.reusable && exchange.keepalive && !sent.early {
             self.inner.pool.checkin(origin, stream);
         }
-        if answer.truncated {
-            tracing::warn!(
-                status = answer.response.status().as_u16(),
-                limit = exchange.limit,
-                "the app's answer is over server.max_response_bytes: relayed without its body"
-            );
-        }
-        let mut response = answer.response;
-        strip_hop_by_hop(response.headers_mut());
-        // The app's HTTP version is its own connection's business; the
-        // sender's connection keeps the version it spoke.
-        *response.version_mut() = http::Version::default();
-        Ok(response)
+        Ok(finish(answer, exchange, sent.early))
     }
 
     async fn connect(&self, origin: &Origin<'_>) -> Result<Stream, Error> {
@@ -222,6 +242,33 @@ impl Forwarder {
             .await
             .map_err(|e| Error::Unavailable(e.to_string()))
     }
+}
+
+/// The app's answer as the sender gets it: hop-by-hop headers gone, the
+/// sender's own HTTP version. `early` says the app answered before it had
+/// read the whole request; its answer is the sender's all the same, and the
+/// event is settled by its status like any other (DESIGN §3).
+fn finish(answer: http1::Answer, exchange: Exchange, early: bool) -> Response<Body> {
+    let status = answer.response.status().as_u16();
+    if early {
+        tracing::info!(
+            status,
+            "the app answered before reading the whole request; its connection is closed"
+        );
+    }
+    if answer.truncated {
+        tracing::warn!(
+            status,
+            limit = exchange.limit,
+            "the app's answer is over server.max_response_bytes: relayed without its body"
+        );
+    }
+    let mut response = answer.response;
+    strip_hop_by_hop(response.headers_mut());
+    // The app's HTTP version is its own connection's business; the
+    // sender's connection keeps the version it spoke.
+    *response.version_mut() = http::Version::default();
+    response
 }
 
 /// How one exchange reads its answer.

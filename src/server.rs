@@ -24,7 +24,14 @@
 //! - a connection with no request in flight for `idle_timeout` is closed
 //!   gracefully (HTTP/2 clients that answer pings but send nothing: `GOAWAY`);
 //! - a connection older than `max_connection_age` is closed gracefully after
-//!   the requests in flight (`GOAWAY`, or `Connection: close` on the next answer).
+//!   the requests in flight (`GOAWAY`, or `Connection: close` on the next answer);
+//! - a connection told to close (idle, age, or the server's drain) is dropped
+//!   `write_timeout` after it was told, or after its last request in flight
+//!   ended if that is later, whether or not the client took the hint: an h2
+//!   client that never acknowledges the `GOAWAY`'s ping, or an HTTP/1.1
+//!   client that never reads its last answer, cannot keep its slot. Requests
+//!   in flight are never cut by it; they have bounds of their own (the body
+//!   read, `upstream_timeout`).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -296,7 +303,8 @@ impl Drop for Busy {
 
 /// What a connection's task polls: the connection, the timer that enforces
 /// its idle and age bounds, and the server's shutdown, any of which starts a
-/// graceful close; the slot goes back when the connection ends. A struct, not
+/// graceful close; then the same timer bounds the close, and the connection
+/// is dropped when it runs out. The slot goes back when the task ends. A struct, not
 /// an `async` block: a block keeps the connection future both as a captured
 /// value and as the value it awaits, doubling every idle connection's task.
 struct Served<C> {
@@ -305,11 +313,13 @@ struct Served<C> {
     listener: &'static str,
     activity: Arc<Activity>,
     lifetimes: Lifetimes,
-    /// Fires at the next moment the idle or age bound may be reached.
+    /// Before the close: fires at the next moment the idle or age bound may
+    /// be reached. After: at the next moment the close deadline may be reached.
     check: Pin<Box<Sleep>>,
     shutdown: Pin<Box<WaitForCancellationFutureOwned>>,
-    /// A graceful close has been asked for; the connection finishes on its own.
-    closing: bool,
+    /// When a graceful close was asked for; from then on the connection has
+    /// until [`Served::close_deadline`] to finish on its own.
+    told: Option<Instant>,
 }
 
 /// A connection hyper can be asked to close gracefully.
@@ -351,7 +361,7 @@ impl<C> Served<C> {
             lifetimes,
             check: Box::pin(tokio::time::sleep_until(born + first)),
             shutdown: Box::pin(shutdown),
-            closing: false,
+            told: None,
         }
     }
 
@@ -374,6 +384,22 @@ impl<C> Served<C> {
         }
         Some(idle_until.min(too_old))
     }
+
+    /// When a connection told to close at `told` is dropped, or `None` if
+    /// that is now: `write_timeout` after `told` or after the end of its last
+    /// request, whichever is later. While a request is in flight the
+    /// deadline is at least `write_timeout` away, and is looked at again then.
+    fn close_deadline(&self, told: Instant) -> Option<Instant> {
+        let now = Instant::now();
+        let grace = self.lifetimes.write_timeout;
+        if self.activity.in_flight.load(Ordering::Relaxed) > 0 {
+            return Some(now + grace);
+        }
+        let last_done = self.activity.born
+            + Duration::from_millis(self.activity.last_done_ms.load(Ordering::Relaxed));
+        let at = told.max(last_done) + grace;
+        (now < at).then_some(at)
+    }
 }
 
 impl<C, E> Future for Served<C>
@@ -385,7 +411,7 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
-        if !this.closing {
+        if this.told.is_none() {
             let mut close = this.shutdown.as_mut().poll(cx).is_ready();
             while !close && this.check.as_mut().poll(cx).is_ready() {
                 match this.due() {
@@ -394,14 +420,37 @@ where
                 }
             }
             if close {
-                this.closing = true;
+                let now = Instant::now();
+                this.told = Some(now);
+                this.check
+                    .as_mut()
+                    .reset(now + this.lifetimes.write_timeout);
                 this.connection.as_mut().graceful_shutdown();
             }
         }
-        if let Err(e) = ready!(this.connection.as_mut().poll(cx)) {
-            tracing::debug!(listener = this.listener, error = %e, "connection ended with an error");
+        if let Poll::Ready(ended) = this.connection.as_mut().poll(cx) {
+            if let Err(e) = ended {
+                tracing::debug!(listener = this.listener, error = %e, "connection ended with an error");
+            }
+            return Poll::Ready(());
         }
-        Poll::Ready(())
+        if let Some(told) = this.told {
+            while this.check.as_mut().poll(cx).is_ready() {
+                match this.close_deadline(told) {
+                    Some(at) => this.check.as_mut().reset(at),
+                    None => {
+                        // Dropping the connection closes the socket: the
+                        // client did not finish within write_timeout.
+                        tracing::debug!(
+                            listener = this.listener,
+                            "connection told to close did not finish in time; dropped"
+                        );
+                        return Poll::Ready(());
+                    }
+                }
+            }
+        }
+        Poll::Pending
     }
 }
 
@@ -672,5 +721,99 @@ mod tests {
         client.write_all(b"x").await.expect("write to a duplex");
         let n = talking.read(&mut buf).await.expect("no deadline any more");
         assert_eq!(&buf[..n], b"x");
+    }
+
+    /// A connection that never finishes once asked to close gracefully, as
+    /// an h2 client that never acknowledges the `GOAWAY`'s ping.
+    struct Stubborn {
+        told: Arc<std::sync::Mutex<Option<Instant>>>,
+    }
+
+    impl Future for Stubborn {
+        type Output = Result<(), &'static str>;
+        fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
+            Poll::Pending
+        }
+    }
+
+    impl GracefulConnection for Stubborn {
+        fn graceful_shutdown(self: Pin<&mut Self>) {
+            let mut told = self.told.lock().expect("told lock");
+            told.get_or_insert_with(Instant::now);
+        }
+    }
+
+    fn stubborn(
+        activity: &Arc<Activity>,
+        shutdown: &CancellationToken,
+    ) -> (
+        Served<Stubborn>,
+        Arc<std::sync::Mutex<Option<Instant>>>,
+        Arc<Semaphore>,
+    ) {
+        let told = Arc::new(std::sync::Mutex::new(None));
+        let slots = Arc::new(Semaphore::new(1));
+        let permit = Arc::clone(&slots)
+            .try_acquire_owned()
+            .expect("one slot free");
+        let lifetimes = Lifetimes {
+            write_timeout: Duration::from_secs(1),
+            idle_timeout: Duration::from_secs(5),
+            max_connection_age: Duration::from_secs(300),
+        };
+        let served = Served::new(
+            Stubborn {
+                told: Arc::clone(&told),
+            },
+            Slot::new(permit, &Gauge::default()),
+            "test",
+            Arc::clone(activity),
+            lifetimes,
+            shutdown.clone().cancelled_owned(),
+        );
+        (served, told, slots)
+    }
+
+    /// Told to close at the idle bound, a connection that does not finish is
+    /// dropped write_timeout later, and its slot is free again.
+    #[tokio::test(start_paused = true)]
+    async fn a_connection_that_ignores_the_close_is_dropped_after_write_timeout() {
+        let activity = Arc::new(Activity::new());
+        let shutdown = CancellationToken::new();
+        let (served, told, slots) = stubborn(&activity, &shutdown);
+        let start = Instant::now();
+        served.await;
+        let told = told.lock().expect("told lock").expect("asked to close");
+        assert_eq!(told - start, Duration::from_secs(5), "the idle bound");
+        let dropped = start.elapsed();
+        assert!(
+            dropped >= Duration::from_secs(6) && dropped < Duration::from_millis(6100),
+            "{dropped:?}"
+        );
+        assert_eq!(slots.available_permits(), 1);
+    }
+
+    /// The drain's close is bounded the same way; a request in flight is not
+    /// cut: the bound runs from its end.
+    #[tokio::test(start_paused = true)]
+    async fn the_bound_runs_from_the_end_of_the_last_request_in_flight() {
+        let activity = Arc::new(Activity::new());
+        let shutdown = CancellationToken::new();
+        let (served, told, _slots) = stubborn(&activity, &shutdown);
+        let busy = Busy::new(&activity);
+        let start = Instant::now();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(3500)).await;
+            drop(busy);
+        });
+        shutdown.cancel();
+        served.await;
+        let told = told.lock().expect("told lock").expect("asked to close");
+        assert_eq!(told, start, "told at once by the drain");
+        let dropped = start.elapsed();
+        assert!(
+            dropped >= Duration::from_millis(4500) && dropped < Duration::from_millis(4600),
+            "{dropped:?}"
+        );
     }
 }

@@ -9,12 +9,14 @@
 //! own requests never carry `Connection`, so never ask to close.)
 
 use std::io::{self, IoSlice};
+use std::pin::Pin;
+use std::task::Poll;
 
 use bytes::{Buf, Bytes, BytesMut};
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Response, StatusCode};
 use http_body_util::Full;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 
 use crate::outcome::Body;
 
@@ -59,6 +61,21 @@ pub(super) struct WriteError {
     /// False only when the very first write failed: the app has seen nothing.
     pub accepted: bool,
     pub source: io::Error,
+    /// What of an answer was read while writing: an app that answers and
+    /// closes before reading the whole request makes the write fail, and its
+    /// answer is still to be read from here and the socket.
+    pub read: BytesMut,
+}
+
+/// A request written, whole or cut short by the app's early answer.
+#[derive(Debug)]
+pub(super) struct Sent {
+    /// What of the answer was read while writing: where reading it goes on.
+    pub read: BytesMut,
+    /// The app answered before the whole request was written, and writing
+    /// stopped there (RFC 9112 §9.5). The connection is out of step with the
+    /// request and must not carry another one.
+    pub early: bool,
 }
 
 // ---------------------------------------------------------------------------
@@ -178,47 +195,126 @@ fn format_len(mut n: usize, buf: &mut [u8; 20]) -> &[u8] {
     }
 }
 
-/// Writes the whole request. Fails with `accepted: false` only when the
-/// first write call failed, before the app could have seen a byte.
-pub(super) async fn write_request<S>(io: &mut S, request: &Encoded<'_>) -> Result<(), WriteError>
+/// Writes the request, watching the read side whenever a write cannot go
+/// on at once: an app may answer before it has read the whole body (an early
+/// `413` or `401`) and then stop reading or close. Once a final answer's head
+/// (any status but 1xx, or 101) has arrived, or bytes that cannot become
+/// one, writing stops there and [`Sent::early`] says so; interim `1xx`
+/// answers are read past. A request written in one go never looks at the
+/// read side here: its answer is read after.
+///
+/// Fails with `accepted: false` only when the first write call failed,
+/// before the app could have seen a byte.
+pub(super) async fn write_request<S>(io: &mut S, request: &Encoded<'_>) -> Result<Sent, WriteError>
 where
-    S: AsyncWrite + Unpin,
+    S: AsyncRead + AsyncWrite + Unpin,
 {
     let head = request.head.as_slice();
     let rest = request.rest;
     let total = head.len() + rest.len();
     let mut written = 0;
-    while written < total {
-        let result = if written < head.len() {
-            if rest.is_empty() {
-                io.write(&head[written..]).await
+    let mut read = BytesMut::new();
+    // Cleared at end of stream or on a read error; the write side then
+    // reports the failure, if there is one.
+    let mut readable = true;
+    let fail = |written: usize, source: io::Error, read: &mut BytesMut| WriteError {
+        accepted: written > 0,
+        source,
+        read: std::mem::take(read),
+    };
+    std::future::poll_fn(|cx| {
+        loop {
+            let wrote = if written < total {
+                let io = Pin::new(&mut *io);
+                let result = if written < head.len() {
+                    if rest.is_empty() {
+                        io.poll_write(cx, &head[written..])
+                    } else {
+                        let parts = [IoSlice::new(&head[written..]), IoSlice::new(rest)];
+                        io.poll_write_vectored(cx, &parts)
+                    }
+                } else {
+                    io.poll_write(cx, &rest[written - head.len()..])
+                };
+                match result {
+                    Poll::Ready(Ok(0)) => {
+                        let e = io::ErrorKind::WriteZero.into();
+                        return Poll::Ready(Err(fail(written, e, &mut read)));
+                    }
+                    Poll::Ready(Ok(n)) => {
+                        written += n;
+                        true
+                    }
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(fail(written, e, &mut read))),
+                    Poll::Pending => false,
+                }
             } else {
-                let parts = [IoSlice::new(&head[written..]), IoSlice::new(rest)];
-                io.write_vectored(&parts).await
+                match Pin::new(&mut *io).poll_flush(cx) {
+                    Poll::Ready(Ok(())) => {
+                        return Poll::Ready(Ok(Sent {
+                            read: std::mem::take(&mut read),
+                            early: false,
+                        }));
+                    }
+                    Poll::Ready(Err(e)) => {
+                        return Poll::Ready(Err(fail(written.max(1), e, &mut read)));
+                    }
+                    Poll::Pending => false,
+                }
+            };
+            if wrote && written == total && read.is_empty() {
+                // Written in one go (or the last piece went at once): the
+                // flush follows, and the answer is read after it.
+                continue;
             }
-        } else {
-            io.write(&rest[written - head.len()..]).await
-        };
-        match result {
-            Ok(0) => {
-                return Err(WriteError {
-                    accepted: written > 0,
-                    source: io::ErrorKind::WriteZero.into(),
-                });
+            let mut arrived = false;
+            if readable {
+                let mut chunk = [0u8; READ_SIZE];
+                let mut into = ReadBuf::new(&mut chunk);
+                match Pin::new(&mut *io).poll_read(cx, &mut into) {
+                    Poll::Ready(Ok(())) if into.filled().is_empty() => readable = false,
+                    Poll::Ready(Err(_)) => readable = false,
+                    Poll::Ready(Ok(())) => {
+                        read.extend_from_slice(into.filled());
+                        if answer_arrived(&read) {
+                            return Poll::Ready(Ok(Sent {
+                                read: std::mem::take(&mut read),
+                                early: true,
+                            }));
+                        }
+                        arrived = true;
+                    }
+                    Poll::Pending => {}
+                }
             }
-            Ok(n) => written += n,
-            Err(source) => {
-                return Err(WriteError {
-                    accepted: written > 0,
-                    source,
-                });
+            if !wrote && !arrived {
+                return Poll::Pending;
             }
         }
-    }
-    io.flush().await.map_err(|source| WriteError {
-        accepted: true,
-        source,
     })
+    .await
+}
+
+/// Whether `buf` (bytes the app sent while its request was being written)
+/// holds a final answer's complete head, past any interim `1xx` heads, or
+/// bytes that can never become one (malformed, or too long).
+fn answer_arrived(buf: &[u8]) -> bool {
+    if buf.len() >= MAX_HEAD_BYTES {
+        return true;
+    }
+    let mut at = 0;
+    loop {
+        let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut parsed = httparse::Response::new(&mut slots);
+        match parsed.parse(&buf[at..]) {
+            Ok(httparse::Status::Complete(len)) => match parsed.code {
+                Some(code) if (100..200).contains(&code) && code != 101 => at += len,
+                _ => return true,
+            },
+            Ok(httparse::Status::Partial) => return false,
+            Err(_) => return true,
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -249,18 +345,20 @@ enum Framing {
     UntilClose,
 }
 
-/// Reads one response off `io`: interim 1xx answers are skipped, the body
-/// is read whole (at most `limit` bytes). `head_request` says the request was
-/// a HEAD, whose answer has no body whatever its headers say.
+/// Reads one response off `io`, starting with the bytes already in `buf`
+/// (what [`write_request`] read while writing): interim 1xx answers are
+/// skipped, the body is read whole (at most `limit` bytes). `head_request`
+/// says the request was a HEAD, whose answer has no body whatever its
+/// headers say.
 pub(super) async fn read_response<S>(
     io: &mut S,
+    mut buf: BytesMut,
     head_request: bool,
     limit: usize,
 ) -> Result<Answer, Error>
 where
     S: AsyncRead + Unpin,
 {
-    let mut buf = BytesMut::with_capacity(READ_SIZE);
     let head = loop {
         if let Some(head) = take_head(&mut buf)? {
             match head.status.as_u16() {

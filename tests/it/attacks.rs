@@ -4,7 +4,8 @@
 //!
 //! - path aliases of a source path, and a verified event steered out of its prefix;
 //! - `X-Verified-*` and framing names spelled with `_`, over HTTP/1.1 and h2;
-//! - connection slots held by idle h2 clients and by clients that never read;
+//! - connection slots held by idle h2 clients, by h2 clients that ignore
+//!   `GOAWAY`, and by clients that never read;
 //! - an app that writes bytes nobody asked for, or frames its answer twice;
 //! - unsigned ids and types; oversized answers; `Expect`, `Host`, `CONNECT`.
 
@@ -19,6 +20,7 @@ use tokio::net::TcpStream;
 
 use crate::support::hookgate::run_cli;
 use crate::support::raw_app::{RawApp, RawRequest, Scripted};
+use crate::support::raw_h2::DeafAfterGoaway;
 use crate::support::{ConfigBuilder, Event, Hookgate, SourceSpec, WAIT};
 
 // ---------------------------------------------------------------------------
@@ -503,6 +505,50 @@ async fn idle_h2_connections_give_their_slots_back() {
             .await
             .expect("hookgate closed the idle h2 connection")
             .expect("driver task");
+    }
+}
+
+#[tokio::test]
+async fn h2_clients_that_ignore_goaway_give_their_slots_back() {
+    let app = RawApp::start(|_| Scripted::status(200)).await;
+    let (gate, stripe) = stripe_gate(
+        &app,
+        &[
+            "max_connections = 3",
+            "idle_timeout = \"2s\"",
+            "write_timeout = \"1s\"",
+        ],
+    )
+    .await;
+    // Three h2 clients that complete the handshake, read hookgate's GOAWAY
+    // when it comes, and from then on answer nothing (not its PING) and read
+    // nothing, their sockets left open.
+    let started = Instant::now();
+    let mut deaf = Vec::new();
+    for _ in 0..3 {
+        deaf.push(DeafAfterGoaway::connect(gate.public_addr()).await);
+    }
+    assert_eq!(
+        try_event(&gate, &stripe, "evt_deaf_refused").await,
+        None,
+        "every slot is taken"
+    );
+    for client in &mut deaf {
+        client.until_goaway().await;
+    }
+    // Told to close after idle_timeout, each is dropped within write_timeout
+    // (1 s) whether or not it acknowledges: a signed event gets through
+    // again well within that bound plus a generous margin.
+    let status =
+        first_event_through(&gate, &stripe, "evt_after_deaf", Duration::from_secs(6)).await;
+    assert_eq!(status, 200);
+    // idle_timeout + write_timeout, plus the same margin.
+    assert!(started.elapsed() < Duration::from_secs(2 + 1 + 6));
+    for client in deaf {
+        assert!(
+            client.closed_by_server(WAIT).await,
+            "hookgate closed the socket of a client that ignored its GOAWAY"
+        );
     }
 }
 

@@ -1,6 +1,10 @@
 //! SIGTERM and SIGINT: stop accepting, let the request at the app finish with
-//! the app's answer, exit 0.
+//! the app's answer, exit 0; a client that ignores the drain's `GOAWAY` does
+//! not hold it up past `write_timeout`.
 
+use std::time::Duration;
+
+use crate::support::raw_h2::DeafAfterGoaway;
 use crate::support::{ConfigBuilder, Reply, SourceSpec, Upstream, eventually};
 
 #[tokio::test]
@@ -61,4 +65,29 @@ async fn sigint_when_idle_exits_zero() {
     gate.signal("INT");
     let status = gate.wait_exit().await;
     assert_eq!(status.code(), Some(0), "{status}\n{}", gate.describe());
+}
+
+#[tokio::test]
+async fn sigterm_does_not_wait_for_an_h2_client_that_ignores_goaway() {
+    let upstream = Upstream::start().await;
+    let mut gate = ConfigBuilder::new(&upstream.url())
+        .server_key("write_timeout = \"1s\"")
+        .source(SourceSpec::stripe())
+        .start()
+        .await;
+    // An h2 client that reads the drain's GOAWAY and then answers nothing.
+    let mut deaf = DeafAfterGoaway::connect(gate.public_addr()).await;
+    gate.sigterm();
+    let told = deaf.until_goaway().await;
+    let status = gate.wait_exit().await;
+    assert_eq!(status.code(), Some(0), "{status}\n{}", gate.describe());
+    // Dropped within write_timeout (1 s) of being told, not after the 25 s
+    // drain grace; the margin is generous.
+    let took = told.elapsed();
+    assert!(
+        took < Duration::from_secs(6),
+        "hookgate exited {took:?} after the GOAWAY\n{}",
+        gate.describe()
+    );
+    drop(deaf);
 }

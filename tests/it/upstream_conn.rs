@@ -1,7 +1,8 @@
 //! hookgate's connections to the app, seen from a raw socket app that counts
 //! its connections and answers with exactly the bytes each test scripts:
 //! keep-alive reuse, apps that close idle connections, every body framing,
-//! answers that never come or come broken, and an `https://` app.
+//! answers that never come or come broken, answers that come before the
+//! request's body was read, and an `https://` app.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -14,7 +15,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
-use crate::support::{ConfigBuilder, Hookgate, Resp, SourceSpec};
+use crate::support::{ConfigBuilder, Event, Hookgate, Resp, SourceSpec};
 
 /// What the app does once an answer is written.
 #[derive(Debug, Clone, Copy)]
@@ -28,11 +29,22 @@ enum After {
     CloseWhenIdleFor(Duration),
 }
 
+/// What an app that answers early does with the body it has not read.
+#[derive(Debug, Clone, Copy)]
+enum Unread {
+    /// Shuts its side down and closes, the body unread.
+    Close,
+    /// Keeps the connection open and never reads from it again.
+    Hold,
+}
+
 /// The app's answer to one request.
 struct Answer {
     wire: Vec<u8>,
     delay: Duration,
     after: After,
+    /// Answers as soon as the request head is read, before the body.
+    early: Option<Unread>,
 }
 
 impl Answer {
@@ -41,6 +53,15 @@ impl Answer {
             wire: wire.into(),
             delay: Duration::ZERO,
             after,
+            early: None,
+        }
+    }
+
+    /// `wire`, written once the head is read, the body left unread.
+    fn early(wire: impl Into<Vec<u8>>, unread: Unread) -> Answer {
+        Answer {
+            early: Some(unread),
+            ..Answer::new(wire, After::Close)
         }
     }
 
@@ -158,14 +179,29 @@ async fn accept_loop(
 async fn serve<S: AsyncRead + AsyncWrite + Unpin>(mut stream: S, script: &Script, counts: &Counts) {
     let mut idle_limit = None;
     loop {
-        if read_request(&mut stream, idle_limit).await.is_none() {
+        let Some((mut request, whole)) = read_head(&mut stream, idle_limit).await else {
             return;
-        }
+        };
         let n = counts.requests.fetch_add(1, Ordering::SeqCst);
         let answer = script(n);
+        if answer.early.is_none() && read_body(&mut stream, &mut request, whole).await.is_none() {
+            return;
+        }
         tokio::time::sleep(answer.delay).await;
         if stream.write_all(&answer.wire).await.is_err() || stream.flush().await.is_err() {
             return;
+        }
+        match answer.early {
+            Some(Unread::Close) => {
+                let _ = stream.shutdown().await;
+                return;
+            }
+            Some(Unread::Hold) => {
+                // Never reads again; the test's end (or this bound) closes it.
+                tokio::time::sleep(Duration::from_secs(60)).await;
+                return;
+            }
+            None => {}
         }
         match answer.after {
             After::KeepOpen => idle_limit = None,
@@ -178,12 +214,14 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(mut stream: S, script: &Script
     }
 }
 
-/// Reads one request (head and `content-length` body); `None` at end of
-/// stream, on an error, or when no byte arrives within `idle_limit`.
-async fn read_request<S: AsyncRead + Unpin>(
+/// Reads one request head, and whatever of its body came with it; the bytes
+/// and the length of the whole request (head and `content-length` body).
+/// `None` at end of stream, on an error, or when no byte arrives within
+/// `idle_limit`.
+async fn read_head<S: AsyncRead + Unpin>(
     stream: &mut S,
     idle_limit: Option<Duration>,
-) -> Option<Vec<u8>> {
+) -> Option<(Vec<u8>, usize)> {
     let mut request = Vec::new();
     let mut chunk = [0u8; 4096];
     let first = match idle_limit {
@@ -205,15 +243,29 @@ async fn read_request<S: AsyncRead + Unpin>(
                 .map(|v| v.trim().parse().expect("a numeric content-length"))
                 .next()
                 .unwrap_or(0);
-            if request.len() >= end + 4 + length {
-                return Some(request);
-            }
+            return Some((request, end + 4 + length));
         }
         match stream.read(&mut chunk).await {
             Ok(0) | Err(_) => return None,
             Ok(n) => request.extend_from_slice(&chunk[..n]),
         }
     }
+}
+
+/// Reads on until `request` holds `whole` bytes; `None` if the peer stops first.
+async fn read_body<S: AsyncRead + Unpin>(
+    stream: &mut S,
+    request: &mut Vec<u8>,
+    whole: usize,
+) -> Option<()> {
+    let mut chunk = vec![0u8; 64 * 1024];
+    while request.len() < whole {
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => request.extend_from_slice(&chunk[..n]),
+        }
+    }
+    Some(())
 }
 
 async fn gate_for(url: &str, timeout: &str) -> (Hookgate, SourceSpec) {
@@ -403,6 +455,100 @@ async fn a_cut_short_or_garbled_answer_is_502_and_the_next_forward_works() {
     send(&gate, &stripe, "evt_conn_cut").await.assert_app_ok();
     assert_eq!(app.requests(), 4);
     assert_eq!(app.accepts(), 4, "no connection that failed was reused");
+}
+
+/// A Stripe event whose body (8 MiB) is far above what the loopback socket
+/// buffers hold, so hookgate is still writing it when an early answer comes.
+fn large_event(stripe: &SourceSpec, id: &str) -> Event {
+    let event = stripe.event(id, "invoice.paid");
+    let mut body: serde_json::Value =
+        serde_json::from_slice(&event.body).expect("the event is JSON");
+    body["data"]["object"]["memo"] = "m".repeat(LARGE_BODY).into();
+    Event::json(id, Some("invoice.paid"), body)
+}
+
+const LARGE_BODY: usize = 8 * 1024 * 1024;
+
+const EARLY_413: &[u8] = b"HTTP/1.1 413 Payload Too Large\r\ncontent-type: application/json\r\n\
+content-length: 28\r\n\r\n{\"error\":\"entity too large\"}";
+const EARLY_401: &[u8] = b"HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\n\
+www-authenticate: Bearer\r\ncontent-length: 24\r\n\r\n{\"error\":\"unauthorized\"}";
+
+/// The app answers `early` to the first request before reading its body,
+/// then does what `unread` says; every later request is read whole and
+/// answered `200 ok`. The sender gets the app's own answer, the nonce is
+/// released so the retry is forwarded (whole, on a new connection), and
+/// that retry's 2xx commits it.
+async fn early_answer_reaches_the_sender(unread: Unread, early: &'static [u8], id: &str) {
+    let app = RawApp::start(move |n| {
+        if n == 0 {
+            Answer::early(early, unread)
+        } else {
+            Answer::ok(After::KeepOpen)
+        }
+    })
+    .await;
+    let stripe = SourceSpec::stripe();
+    let gate = ConfigBuilder::new(&app.url())
+        .upstream_timeout("5s")
+        .max_body_bytes(2 * LARGE_BODY)
+        .source(stripe.clone())
+        .start()
+        .await;
+    let event = large_event(&stripe, id);
+    assert!(event.body.len() > LARGE_BODY);
+
+    let resp = gate.send(&stripe, &event).await;
+    let (head, body) = split_wire(early);
+    assert_eq!(
+        (resp.status, resp.text()),
+        (
+            head_status(&head),
+            String::from_utf8_lossy(body).into_owned()
+        ),
+        "the app's own answer, byte for byte: {resp:?}"
+    );
+    assert_eq!(
+        resp.header("content-type").as_deref(),
+        Some("application/json")
+    );
+    if head.contains("www-authenticate") {
+        assert_eq!(resp.header("www-authenticate").as_deref(), Some("Bearer"));
+    }
+
+    // Not a delivery: the sender's retry is forwarded again, on a new
+    // connection, and the app reads it whole this time.
+    gate.send(&stripe, &event).await.assert_app_ok();
+    assert_eq!(app.requests(), 2);
+    assert_eq!(app.accepts(), 2, "the early answer's connection was reused");
+    gate.send(&stripe, &event).await.assert_duplicate(id);
+    assert_eq!(app.requests(), 2);
+}
+
+/// The head (as text, lowercased) and the body of a scripted answer.
+fn split_wire(wire: &[u8]) -> (String, &[u8]) {
+    let end = wire
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a head");
+    (
+        String::from_utf8_lossy(&wire[..end]).to_ascii_lowercase(),
+        &wire[end + 4..],
+    )
+}
+
+fn head_status(head: &str) -> u16 {
+    head[9..12].parse().expect("a status code")
+}
+
+#[tokio::test]
+async fn an_early_413_from_an_app_that_then_closes_reaches_the_sender() {
+    early_answer_reaches_the_sender(Unread::Close, EARLY_413, "evt_early_413").await;
+}
+
+#[tokio::test]
+async fn an_early_401_from_an_app_that_stops_reading_reaches_the_sender() {
+    early_answer_reaches_the_sender(Unread::Hold, EARLY_401, "evt_early_401").await;
 }
 
 /// A self-signed certificate for `localhost`, its key, and the PEM a client

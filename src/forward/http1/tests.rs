@@ -2,7 +2,7 @@ use std::collections::VecDeque;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use tokio::io::ReadBuf;
+use tokio::io::{AsyncWriteExt, ReadBuf};
 
 use super::*;
 
@@ -157,6 +157,80 @@ async fn a_failed_first_write_is_not_accepted() {
     assert!(result.expect_err("closed mid-request").accepted);
 }
 
+/// An app that answers before reading the body, then reads nothing more:
+/// the write stops at its answer instead of waiting for room that never
+/// comes, and the answer is read from where the write left it.
+#[tokio::test]
+async fn an_answer_before_the_body_is_read_stops_the_write() {
+    let body = vec![b'b'; 200_000];
+    let encoded = RequestHead::new(&Method::POST, "/", body.len()).finish("app", &body);
+    let (mut ours, mut theirs) = tokio::io::duplex(4096);
+    let app = async {
+        let mut head = [0u8; 1024];
+        theirs.read_exact(&mut head).await.expect("read");
+        theirs
+            .write_all(b"HTTP/1.1 413 Too Large\r\ncontent-length: 3\r\n\r\nbig")
+            .await
+            .expect("write");
+    };
+    let (sent, ()) = tokio::join!(write_request(&mut ours, &encoded), app);
+    let sent = sent.expect("stopped by the answer, not failed");
+    assert!(sent.early);
+    let answer = read_response(&mut ours, sent.read, false, LIMIT)
+        .await
+        .expect("the early answer");
+    assert_eq!(answer.response.status(), 413);
+    assert_eq!(body_of(&answer).await, "big");
+    drop(theirs);
+}
+
+/// An interim `100 Continue` while the body is being written is read past:
+/// the write goes on, and the final answer after it is the one read.
+#[tokio::test]
+async fn an_interim_answer_does_not_stop_the_write() {
+    let body = vec![b'b'; 200_000];
+    let encoded = RequestHead::new(&Method::POST, "/", body.len()).finish("app", &body);
+    let total = encoded.head.len() + encoded.rest.len();
+    let (mut ours, mut theirs) = tokio::io::duplex(4096);
+    let app = async {
+        theirs
+            .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+            .await
+            .expect("write");
+        let mut request = vec![0u8; total];
+        theirs.read_exact(&mut request).await.expect("read");
+        theirs
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+            .await
+            .expect("write");
+        theirs
+    };
+    let (sent, theirs) = tokio::join!(write_request(&mut ours, &encoded), app);
+    let sent = sent.expect("written whole");
+    assert!(!sent.early);
+    let answer = read_response(&mut ours, sent.read, false, LIMIT)
+        .await
+        .expect("the final answer");
+    assert_eq!(answer.response.status(), 200);
+    assert!(answer.reusable);
+    assert_eq!(body_of(&answer).await, "ok");
+    drop(theirs);
+}
+
+#[test]
+fn only_a_final_head_or_garbage_counts_as_an_answer() {
+    assert!(!answer_arrived(b""));
+    assert!(!answer_arrived(b"HTTP/1.1 413 Too"));
+    assert!(!answer_arrived(b"HTTP/1.1 100 Continue\r\n\r\n"));
+    assert!(!answer_arrived(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 4"));
+    assert!(answer_arrived(
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 401 No\r\n\r\n"
+    ));
+    assert!(answer_arrived(b"HTTP/1.1 101 Switching\r\n\r\n"));
+    assert!(answer_arrived(b"220 smtp.example ESMTP\r\n"));
+    assert!(answer_arrived(&vec![b'H'; MAX_HEAD_BYTES]));
+}
+
 // -- The response -----------------------------------------------------
 
 /// Hands out the given pieces one read at a time, then end of stream.
@@ -195,9 +269,21 @@ const LIMIT: usize = 1024;
 /// Reads `wire` whole, then cut at every size from 1 to 7 bytes, and
 /// checks every way gives the same answer.
 async fn read(wire: &[u8], head_request: bool) -> Result<Answer, Error> {
-    let whole = read_response(&mut Pieces::new(vec![wire.to_vec()]), head_request, LIMIT).await;
+    let whole = read_response(
+        &mut Pieces::new(vec![wire.to_vec()]),
+        BytesMut::new(),
+        head_request,
+        LIMIT,
+    )
+    .await;
     for size in 1..8 {
-        let split = read_response(&mut Pieces::split(wire, size), head_request, LIMIT).await;
+        let split = read_response(
+            &mut Pieces::split(wire, size),
+            BytesMut::new(),
+            head_request,
+            LIMIT,
+        )
+        .await;
         match (&whole, &split) {
             (Ok(a), Ok(b)) => {
                 assert_eq!(a.response.status(), b.response.status());
@@ -433,7 +519,7 @@ async fn oversize_and_broken_heads_are_refused() {
         wire.extend(std::iter::repeat_n(b'a', 1000));
         wire.extend_from_slice(b"\r\n");
     }
-    let e = read_response(&mut Pieces::new(vec![wire]), false, LIMIT)
+    let e = read_response(&mut Pieces::new(vec![wire]), BytesMut::new(), false, LIMIT)
         .await
         .expect_err("too large");
     assert!(e.to_string().contains("response head too large"), "{e}");
@@ -500,9 +586,14 @@ async fn reuse_decisions() {
     ];
     for (wire, reusable) in cases {
         // Read as one piece: the extra bytes arrive with the answer.
-        let answer = read_response(&mut Pieces::new(vec![wire.to_vec()]), false, LIMIT)
-            .await
-            .expect("answer");
+        let answer = read_response(
+            &mut Pieces::new(vec![wire.to_vec()]),
+            BytesMut::new(),
+            false,
+            LIMIT,
+        )
+        .await
+        .expect("answer");
         assert_eq!(
             body_of(&answer).await,
             "ok",
@@ -529,7 +620,7 @@ async fn a_response_through_a_duplex_pipe() {
         }
         theirs
     });
-    let answer = read_response(&mut ours, false, LIMIT)
+    let answer = read_response(&mut ours, BytesMut::new(), false, LIMIT)
         .await
         .expect("answer");
     assert_eq!(body_of(&answer).await, "abc");

@@ -5,6 +5,7 @@
 //! - [`redis`]: a real `redis-server` (and cluster) on free ports.
 //! - [`prometheus`]: a real `prometheus` server scraping hookgate.
 //! - [`keyserver`]: an HTTPS key server with a test CA (provider keys).
+//! - [`raw_app`], [`raw_h2`]: an app and an h2 client on raw sockets, byte for byte.
 //!
 //! This module holds what they share: the HTTP client, responses, the config
 //! builder, the test sources with their secrets, and signing.
@@ -15,6 +16,7 @@ pub mod hookgate;
 pub mod keyserver;
 pub mod prometheus;
 pub mod raw_app;
+pub mod raw_h2;
 pub mod redis;
 pub mod sentinel;
 pub mod upstream;
