@@ -80,6 +80,18 @@ the hookgate container: <dir>/<secretName>/<key>.
 {{- end }}
 
 {{/*
+The sqlite store: the directory of store.path (where its volume is mounted),
+the volume's name, and the claim it uses with persistence.enabled.
+*/}}
+{{- define "hookgate.storeDir" -}}
+{{- dir (clean (toString .Values.store.path)) }}
+{{- end }}
+
+{{- define "hookgate.storeClaimName" -}}
+{{- default (printf "%s-store" (include "hookgate.fullname" . | trunc 57 | trimSuffix "-")) .Values.persistence.existingClaim }}
+{{- end }}
+
+{{/*
 The distinct secretName values of all sources, sorted, one per line.
 */}}
 {{- define "hookgate.secretNames" -}}
@@ -108,11 +120,41 @@ depends on them, so `helm template` and `helm install` stop with the reason.
 */}}
 {{- define "hookgate.validate" -}}
 {{- $kind := .Values.store.kind }}
-{{- if not (has $kind (list "memory" "redis" "redis-cluster")) }}
-{{- fail (printf "store.kind must be memory, redis or redis-cluster, not %q" (toString $kind)) }}
+{{- if not (has $kind (list "sqlite" "memory" "redis" "redis-cluster")) }}
+{{- fail (printf "store.kind must be sqlite, memory, redis or redis-cluster, not %q" (toString $kind)) }}
 {{- end }}
 {{- if and (eq $kind "memory") (gt (int .Values.replicaCount) 1) }}
-{{- fail "store.kind \"memory\" keeps seen event ids inside one process: with replicaCount > 1 a duplicate could get through another pod. Use store.kind \"redis\" or \"redis-cluster\", or replicaCount: 1" }}
+{{- fail "store.kind \"memory\" keeps seen event ids inside one process: with replicaCount > 1 a duplicate could get through another pod. Use a Redis store (store.kind \"redis\" or \"redis-cluster\"), or replicaCount: 1" }}
+{{- end }}
+{{- if and (eq $kind "sqlite") (gt (int .Values.replicaCount) 1) }}
+{{- fail "store.kind \"sqlite\" keeps seen event ids, the queue and dead letters in one file of one pod: with replicaCount > 1 each pod would have its own and a duplicate could get through another pod. Use a Redis store (store.kind \"redis\" or \"redis-cluster\"), or replicaCount: 1" }}
+{{- end }}
+{{- if eq $kind "sqlite" }}
+{{- $path := toString .Values.store.path }}
+{{- if not (isAbs $path) }}
+{{- fail (printf "store.path must be an absolute file path (the chart mounts the store's volume at its directory), not %q" $path) }}
+{{- end }}
+{{- $dir := include "hookgate.storeDir" . }}
+{{- if or (eq $dir "/") (hasSuffix "/" $path) }}
+{{- fail (printf "store.path %q must name a file in a directory below /, e.g. /var/lib/hookgate/hookgate.db" $path) }}
+{{- end }}
+{{- $under := printf "%s/" $dir }}
+{{- range $taken := list "/etc/hookgate/" (printf "%s/" (include "hookgate.secretsDir" $)) }}
+{{- if or (hasPrefix $taken $under) (hasPrefix $under $taken) }}
+{{- fail (printf "store.path %q: the store's volume at %s would overlap the mount at %s; use e.g. /var/lib/hookgate/hookgate.db" $path $dir (trimSuffix "/" $taken)) }}
+{{- end }}
+{{- end }}
+{{- if not (has .Values.store.sync (list "full" "normal")) }}
+{{- fail (printf "store.sync must be full or normal, not %q" (toString .Values.store.sync)) }}
+{{- end }}
+{{- range $mode := .Values.persistence.accessModes }}
+{{- if and $.Values.persistence.enabled (not $.Values.persistence.existingClaim) (not (has $mode (list "ReadWriteOnce" "ReadWriteOncePod"))) }}
+{{- fail (printf "persistence.accessModes: %s is not for the sqlite store: a volume several pods or nodes share is a network filesystem, where SQLite's WAL is not safe; use ReadWriteOnce or ReadWriteOncePod" $mode) }}
+{{- end }}
+{{- end }}
+{{- if and .Values.persistence.enabled (eq (toString (.Values.strategy).type) "RollingUpdate") }}
+{{- fail "store.kind \"sqlite\" with persistence.enabled needs strategy.type Recreate (or strategy: {}): in a rolling update the new pod waits for a ReadWriteOnce volume the old pod holds, or two pods serve one database file" }}
+{{- end }}
 {{- end }}
 {{- if and (eq $kind "redis") (not .Values.store.url) }}
 {{- fail "store.kind \"redis\" needs store.url" }}
@@ -186,7 +228,10 @@ listen = {{ printf "0.0.0.0:%d" (int .Values.hookgate.adminPort) | toJson }}
 
 [store]
 kind = {{ .Values.store.kind | toJson }}
-{{- if eq .Values.store.kind "redis" }}
+{{- if eq .Values.store.kind "sqlite" }}
+path = {{ clean (toString .Values.store.path) | toJson }}
+sync = {{ .Values.store.sync | toJson }}
+{{- else if eq .Values.store.kind "redis" }}
 url = {{ .Values.store.url | toJson }}
 {{- else if eq .Values.store.kind "redis-cluster" }}
 urls = {{ include "hookgate.tomlValue" .Values.store.urls }}
