@@ -3,7 +3,10 @@
 //! `charts/hookgate/files/`, against a real `prometheus` scraping the real
 //! hookgate binary while it serves a little of everything (forwards,
 //! duplicates, bad signatures, a secret rotation, a failing app with queued
-//! events and dead letters, a Redis outage, a refused reload).
+//! events and dead letters, a Redis outage, a refused reload). A second
+//! hookgate with the same sources on the SQLite store (a temporary file),
+//! scraped by the same Prometheus, serves concurrent requests last: the
+//! SQLite group-commit panels and alert need its commits.
 //!
 //! Every panel's queries and every variable's `label_values`, and every
 //! alert's `series` and guard `series`, must return at least one series with
@@ -34,13 +37,16 @@ use crate::support::prometheus::{Prometheus, sample_value};
 use crate::support::redis::RedisServer;
 use crate::support::{
     ConfigBuilder, Event, Hookgate, Metrics, Reply, STRIPE_PREVIOUS_SECRET, STRIPE_SECRET,
-    SourceSpec, Upstream, eventually, now,
+    SourceSpec, Upstream, eventually, http, now,
 };
 
 /// What `$__rate_interval` stands for: several scrapes (one a second).
 const RATE: &str = "15s";
 /// Pause between two rounds of requests.
 const ROUND_PAUSE: Duration = Duration::from_millis(150);
+/// Requests sent at once to the SQLite hookgate in each of its rounds, so
+/// that its group commits hold more than one write.
+const SQLITE_CONCURRENCY: usize = 16;
 
 fn chart_file(name: &str) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -221,6 +227,30 @@ impl Load {
             ])
     }
 
+    /// The same sources on the SQLite file `db`. The builder writes a
+    /// `memory` store by default; its `kind` line becomes the sqlite one.
+    fn sqlite_config(&self, upstream: &Upstream, db: &Path) -> String {
+        let toml = ConfigBuilder::new(&upstream.url())
+            .sources([
+                self.stripe.clone(),
+                self.github.clone(),
+                self.queued.clone(),
+                self.stuck.clone(),
+            ])
+            .toml();
+        let memory = "[store]\nkind = \"memory\"\n";
+        assert!(
+            toml.contains(memory),
+            "no memory store to replace in:\n{toml}"
+        );
+        let path = serde_json::to_string(&db.display().to_string()).expect("path as a string");
+        toml.replacen(
+            memory,
+            &format!("[store]\nkind = \"sqlite\"\npath = {path}\nsync = \"full\"\n"),
+            1,
+        )
+    }
+
     fn event(&mut self, source: &SourceSpec) -> Event {
         self.next_id += 1;
         match source.name.as_str() {
@@ -259,6 +289,39 @@ impl Load {
             (200, json!(true)),
             "{resp:?}"
         );
+    }
+
+    /// [`SQLITE_CONCURRENCY`] events at once, half forwarded (a nonce
+    /// commit each after the app's 2xx), half queued (an enqueue each before
+    /// the 200).
+    async fn concurrent_round(&mut self, gate: &Hookgate) {
+        let mut tasks = tokio::task::JoinSet::new();
+        for n in 0..SQLITE_CONCURRENCY {
+            let source = if n % 2 == 0 {
+                self.stripe.clone()
+            } else {
+                self.queued.clone()
+            };
+            let event = self.event(&source);
+            let url = format!("{}{}", gate.public_url(), source.path);
+            let headers = source.request_headers(&event);
+            tasks.spawn(async move {
+                let resp = http(http::Method::POST, &url, &headers, event.body.clone()).await;
+                (source.name, resp)
+            });
+        }
+        while let Some(done) = tasks.join_next().await {
+            let (source, resp) = done.expect("request task");
+            if source == "queued" {
+                assert_eq!(
+                    (resp.status, resp.json()["queued"].clone()),
+                    (200, json!(true)),
+                    "{resp:?}"
+                );
+            } else {
+                resp.assert_app_ok();
+            }
+        }
     }
 
     /// The app answers 500: a stripe event the sender tries three times
@@ -336,7 +399,11 @@ async fn every_dashboard_panel_and_alert_expression_returns_data_from_a_real_pro
     let mut load = Load::new();
     let config = load.config(&upstream, &redis);
     let mut gate = config.start().await;
-    let prometheus = Prometheus::start(&[gate.admin_addr()]).await;
+    let store_dir = tempfile::tempdir().expect("a directory for the SQLite file");
+    let mut sqlite_gate =
+        Hookgate::start(&load.sqlite_config(&upstream, &store_dir.path().join("hookgate.db")))
+            .await;
+    let prometheus = Prometheus::start(&[gate.admin_addr(), sqlite_gate.admin_addr()]).await;
     prometheus.wait_targets_up().await;
     let started = unix_now();
     let mut phases: Vec<(&str, f64, f64)> = Vec::new();
@@ -410,6 +477,15 @@ async fn every_dashboard_panel_and_alert_expression_returns_data_from_a_real_pro
         "reload applied",
         length,
         load.healthy_round(&gate, 0).await
+    );
+
+    // The second hookgate, on the SQLite store, under concurrent requests:
+    // group commits with fsyncs and several writes each.
+    phase!(
+        phases,
+        "SQLite store",
+        length,
+        load.concurrent_round(&sqlite_gate).await
     );
 
     // Prometheus has what hookgate now shows: the gauges refreshed from
@@ -575,10 +651,38 @@ async fn every_dashboard_panel_and_alert_expression_returns_data_from_a_real_pro
         "the dead letters show: {dlq:?}"
     );
 
+    // The SQLite panels: commit times of the SQLite hookgate, and writes
+    // of concurrent requests sharing commits.
+    let sqlite_instance = sqlite_gate.admin_addr().to_string();
+    let on_sqlite = |result: &[Value]| -> Vec<f64> {
+        result
+            .iter()
+            .filter(|s| s["metric"]["instance"] == sqlite_instance.as_str())
+            .filter_map(sample_value)
+            .collect()
+    };
+    for expr in panel("SQLite group commit: time per commit") {
+        let times = on_sqlite(&prometheus.query(&expr).await.expect("query"));
+        assert!(
+            times.len() == 1 && times[0] > 0.0,
+            "{expr}: the SQLite hookgate's commit time: {times:?}"
+        );
+    }
+    let per_commit = first(panel("SQLite group commit: writes per commit"));
+    let writes = on_sqlite(&prometheus.query(&per_commit).await.expect("query"));
+    assert!(
+        writes.len() == 1 && writes[0] > 1.0,
+        "{per_commit}: concurrent writes share commits on the SQLite hookgate: {writes:?}"
+    );
+
     if let Some(path) = dump {
         write_dump(&path, &prometheus, &dashboard, started, &phases).await;
     }
     assert!(!gate.has_exited(), "hookgate ran through all of it");
+    assert!(
+        !sqlite_gate.has_exited(),
+        "the SQLite hookgate ran through all of it"
+    );
 }
 
 /// Writes every dashboard panel as `query_range` results over the run, with
