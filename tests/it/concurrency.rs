@@ -1,7 +1,8 @@
-//! Many copies of one event at once, and several replicas sharing one Redis:
-//! the app sees each event exactly once.
+//! Many copies of one event at once, and several replicas sharing one Redis
+//! (or, on one machine, one SQLite file): the app sees each event exactly once.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::Duration;
 
 use http::Method;
@@ -62,15 +63,39 @@ fn assert_one_forwarded(responses: &[Resp], event_id: &str) {
 /// 100 identical requests at once through one process: the app sees one.
 /// (`cluster` runs it on Redis Cluster.)
 pub(crate) async fn hundred_copies_reach_the_app_once(store: StoreSpec) {
+    hundred_copies_on(|builder| builder.store(store).toml()).await;
+}
+
+/// The config a test's builder makes, on a SQLite file at `path`.
+fn on_sqlite(builder: ConfigBuilder, path: &Path) -> String {
+    let toml = builder.store(StoreSpec::Memory).toml();
+    let memory = "[store]\nkind = \"memory\"\n";
+    assert_eq!(toml.matches(memory).count(), 1, "{toml}");
+    let path = path.to_str().expect("a UTF-8 temp path");
+    assert!(!path.contains('\''), "{path}");
+    toml.replacen(
+        memory,
+        &format!("[store]\nkind = \"sqlite\"\npath = '{path}'\n"),
+        1,
+    )
+}
+
+fn sqlite_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("hookgate-concurrency-")
+        .tempdir()
+        .expect("temp dir")
+}
+
+async fn hundred_copies_on(config: impl FnOnce(ConfigBuilder) -> String) {
     let upstream = Upstream::start().await;
     // Slow enough that the copies overlap the one being forwarded.
     upstream.set_reply(Reply::default().delay(Duration::from_millis(300)));
     let stripe = SourceSpec::stripe();
-    let gate = ConfigBuilder::new(&upstream.url())
-        .store(store)
-        .source(stripe.clone())
-        .start()
-        .await;
+    let gate = Hookgate::start(&config(
+        ConfigBuilder::new(&upstream.url()).source(stripe.clone()),
+    ))
+    .await;
     let event = stripe.event("evt_hundred_copies", "invoice.paid");
 
     let responses = burst(
@@ -96,6 +121,36 @@ async fn a_hundred_concurrent_copies_reach_the_app_once_with_the_memory_store() 
 async fn a_hundred_concurrent_copies_reach_the_app_once_with_redis() {
     let redis = RedisServer::start();
     hundred_copies_reach_the_app_once(StoreSpec::Redis(redis.url())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_concurrent_copies_reach_the_app_once_with_sqlite() {
+    let dir = sqlite_dir();
+    let path = dir.path().join("hookgate.db");
+    hundred_copies_on(|builder| on_sqlite(builder, &path)).await;
+    assert_eq!(
+        nonce_state(&path, "evt_hundred_copies").as_deref(),
+        Some("done")
+    );
+}
+
+/// The `state` of an event's row in the file's `nonces` table.
+fn nonce_state(path: &Path, event_id: &str) -> Option<String> {
+    let conn =
+        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
+    conn.busy_timeout(Duration::from_secs(5))
+        .expect("busy timeout");
+    let mut stmt = conn
+        .prepare("SELECT state FROM nonces WHERE event_id = ?1")
+        .expect("prepare");
+    let states: Vec<String> = stmt
+        .query_map([event_id], |r| r.get(0))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    assert!(states.len() <= 1, "{states:?}");
+    states.into_iter().next()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -144,15 +199,31 @@ async fn two_replicas_sharing_one_redis_forward_an_event_once() {
     two_replicas_forward_an_event_once(StoreSpec::Redis(redis.url())).await;
 }
 
+/// Two processes on one machine sharing one SQLite file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_sharing_one_sqlite_file_forward_an_event_once() {
+    let dir = sqlite_dir();
+    let path = dir.path().join("hookgate.db");
+    two_replicas_on(|builder| on_sqlite(builder, &path)).await;
+    for id in [
+        "evt_replicas_sequential",
+        "evt_replicas_held",
+        "evt_replicas_burst",
+    ] {
+        assert_eq!(nonce_state(&path, id).as_deref(), Some("done"), "{id}");
+    }
+}
+
 /// Two processes sharing `store`: one after the other, while one copy is at
 /// the app, and in a burst on both. (`cluster` runs it on Redis Cluster.)
 pub(crate) async fn two_replicas_forward_an_event_once(store: StoreSpec) {
+    two_replicas_on(|builder| builder.store(store).toml()).await;
+}
+
+async fn two_replicas_on(config: impl FnOnce(ConfigBuilder) -> String) {
     let upstream = Upstream::start().await;
     let stripe = SourceSpec::stripe();
-    let config = ConfigBuilder::new(&upstream.url())
-        .store(store)
-        .source(stripe.clone())
-        .toml();
+    let config = config(ConfigBuilder::new(&upstream.url()).source(stripe.clone()));
     let a = Hookgate::start(&config).await;
     let b = Hookgate::start(&config).await;
 

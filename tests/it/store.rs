@@ -1,11 +1,13 @@
 //! The nonce store against real Redis: one node, a three-master cluster, and
-//! the memory store held to the same suite. Outages are real: the server is
-//! killed, frozen and restarted under a live `Store`.
+//! the memory and SQLite stores held to the same suite. Outages are real: the
+//! server is killed, frozen and restarted under a live `Store`; a SQLite
+//! store is closed and opened again on its file.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hookgate::store::redis::COMMAND_TIMEOUT;
+use hookgate::store::sqlite::Sync;
 use hookgate::store::{Claim, Error, Store};
 
 use crate::support::redis::{RedisCluster, RedisServer};
@@ -51,12 +53,16 @@ async fn check(store: &Store, key: &str) -> Option<i128> {
     }
 }
 
+/// The prefix [`nonce`] and [`ver`] build keys with; a SQLite store is
+/// opened with it, as `open_store` opens one with the config's.
+const PREFIX: &str = "hookgate";
+
 fn nonce(name: &str) -> String {
-    format!("hookgate:nonce:test:{name}")
+    format!("{PREFIX}:nonce:test:{name}")
 }
 
 fn ver(name: &str) -> String {
-    format!("hookgate:ver:test:{name}")
+    format!("{PREFIX}:ver:test:{name}")
 }
 
 /// What every backend must do, on keys that spread over cluster slots.
@@ -276,6 +282,73 @@ async fn redis_cluster_suite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_store_passes_the_same_suite() {
     suite(Arc::new(Store::memory(10_000, 10_000))).await;
+}
+
+fn sqlite_store(path: &std::path::Path) -> Store {
+    match Store::sqlite(path, Sync::Full, PREFIX) {
+        Ok(store) => store,
+        Err(e) => panic!("opening the SQLite store on {}: {e}", path.display()),
+    }
+}
+
+fn sqlite_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("hookgate-store-")
+        .tempdir()
+        .expect("temp dir")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_store_passes_the_same_suite() {
+    let dir = sqlite_dir();
+    let store = Arc::new(sqlite_store(&dir.path().join("hookgate.db")));
+    assert!(store.ping().await.is_ok());
+    suite(store).await;
+}
+
+/// What a SQLite store was told survives the store being closed and opened
+/// again on its file: a committed event stays done, a version stays, and the
+/// claim of an event still in flight is there until its lease runs out, then
+/// the event is fresh again (as after a crash on Redis).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reopened_sqlite_store_remembers_what_it_was_told() {
+    let dir = sqlite_dir();
+    let path = dir.path().join("hookgate.db");
+    let lease = Duration::from_secs(3);
+    let (done, in_flight, version) = (nonce("kept_done"), nonce("kept_in_flight"), ver("kept"));
+
+    let store = sqlite_store(&path);
+    assert_eq!(claim(&store, &done, "a", LEASE).await, Claim::Fresh);
+    commit(&store, &done).await;
+    assert!(advance(&store, &version, 1_767_225_600_000_000_001).await);
+    let claimed = Instant::now();
+    assert_eq!(claim(&store, &in_flight, "a", lease).await, Claim::Fresh);
+    drop(store);
+
+    let store = sqlite_store(&path);
+    assert_eq!(claim(&store, &done, "b", LEASE).await, Claim::Done);
+    assert_eq!(
+        check(&store, &version).await,
+        Some(1_767_225_600_000_000_001)
+    );
+    assert!(!advance(&store, &version, 1_767_225_600_000_000_000).await);
+    assert!(
+        claimed.elapsed() < lease,
+        "the reopen took longer than the lease: {:?}",
+        claimed.elapsed()
+    );
+    assert_eq!(claim(&store, &in_flight, "b", LEASE).await, Claim::InFlight);
+    // The lease still runs out: the event is not blocked for good.
+    tokio::time::sleep(lease.saturating_sub(claimed.elapsed()) + Duration::from_millis(200)).await;
+    assert_eq!(claim(&store, &in_flight, "c", LEASE).await, Claim::Fresh);
+    // And the new claim is the one that holds it now.
+    assert_eq!(claim(&store, &in_flight, "d", LEASE).await, Claim::InFlight);
+    drop(store);
+
+    // A third open sees what the second wrote.
+    let store = sqlite_store(&path);
+    assert_eq!(claim(&store, &in_flight, "e", LEASE).await, Claim::InFlight);
+    assert_eq!(claim(&store, &done, "e", LEASE).await, Claim::Done);
 }
 
 #[tokio::test]
