@@ -1,6 +1,8 @@
 //! What the delivery tests (version gate, queue, dead letters) share: a
 //! recording app whose answers a test scripts, hookgate started in-process
-//! on real Redis, signed GitHub-style requests, and polling with a deadline.
+//! on a real store (a `redis-server`, or a SQLite file in a temporary
+//! directory), the store's queue and dead-letter counts read behind
+//! hookgate's back, signed GitHub-style requests, and polling with a deadline.
 #![allow(dead_code)]
 
 use std::collections::VecDeque;
@@ -26,6 +28,8 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
+
+use crate::support::redis::RedisServer;
 
 pub const SECRET: &str = "delivery-test-secret";
 pub const ADMIN_TOKEN: &str = "delivery-admin-token";
@@ -230,12 +234,116 @@ pub fn source(name: &str, extra: &str) -> String {
     )
 }
 
-/// A config for `app` on the Redis at `redis_url` with the given sources.
-pub fn config(app: &App, redis_url: &str, sources: &str) -> String {
+/// The store a delivery test runs on: both keep the same promises (DESIGN
+/// §4a, §6), so the contract tests run on each.
+pub enum Backend {
+    /// A `redis-server` of its own, keys under `hg:`.
+    Redis(RedisServer),
+    /// A SQLite file, `hookgate.db` in this directory.
+    Sqlite(tempfile::TempDir),
+}
+
+impl Backend {
+    pub fn redis() -> Backend {
+        Backend::Redis(RedisServer::start())
+    }
+
+    pub fn sqlite() -> Backend {
+        let dir = tempfile::Builder::new()
+            .prefix("hookgate-sqlite-")
+            .tempdir()
+            .expect("temp dir for the SQLite file");
+        Backend::Sqlite(dir)
+    }
+
+    /// The SQLite file (an absolute path), for a sqlite backend.
+    pub fn db_path(&self) -> Option<PathBuf> {
+        match self {
+            Backend::Redis(_) => None,
+            Backend::Sqlite(dir) => Some(dir.path().join("hookgate.db")),
+        }
+    }
+
+    /// The lines of `[store]` that point hookgate at this backend.
+    pub fn store_toml(&self) -> String {
+        match self {
+            Backend::Redis(redis) => format!(
+                "kind = \"redis\"\nurl = \"{}\"\nkey_prefix = \"hg\"\n",
+                redis.url()
+            ),
+            Backend::Sqlite(_) => {
+                let path = self.db_path().expect("a sqlite path");
+                let path = path.to_str().expect("a UTF-8 temp path");
+                // A literal string: no escapes to get wrong.
+                assert!(!path.contains('\''), "{path}");
+                format!("kind = \"sqlite\"\npath = '{path}'\nsync = \"full\"\n")
+            }
+        }
+    }
+
+    /// Entries of `source` still in the store's queue: ready to deliver,
+    /// being delivered, or waiting for a retry.
+    pub fn queue_len(&self, source: &str) -> i64 {
+        match self {
+            Backend::Redis(redis) => {
+                let mut conn = redis.client();
+                let ready: i64 = redis::cmd("XLEN")
+                    .arg(format!("hg:queue:{{{source}}}"))
+                    .query(&mut conn)
+                    .expect("XLEN");
+                let waiting: i64 = redis::cmd("ZCARD")
+                    .arg(format!("hg:queue:{{{source}}}:delayed"))
+                    .query(&mut conn)
+                    .expect("ZCARD");
+                ready + waiting
+            }
+            Backend::Sqlite(_) => {
+                self.sqlite_count("SELECT count(*) FROM queue WHERE source = ?1", &[source])
+            }
+        }
+    }
+
+    /// Dead letters in the store, of every source.
+    pub fn dead_letters(&self) -> i64 {
+        match self {
+            Backend::Redis(redis) => {
+                let mut conn = redis.client();
+                redis::cmd("XLEN")
+                    .arg("hg:dlq")
+                    .query(&mut conn)
+                    .expect("XLEN")
+            }
+            Backend::Sqlite(_) => self.sqlite_count("SELECT count(*) FROM dead_letters", &[]),
+        }
+    }
+
+    /// One count from the SQLite file, read on a read-only connection of
+    /// its own (the way an operator's `sqlite3` shell would).
+    fn sqlite_count(&self, sql: &str, params: &[&str]) -> i64 {
+        let path = self.db_path().expect("a sqlite path");
+        let conn = rusqlite::Connection::open_with_flags(
+            &path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .unwrap_or_else(|e| panic!("open {} read-only: {e}", path.display()));
+        conn.busy_timeout(Duration::from_secs(5))
+            .expect("busy timeout");
+        conn.query_row(sql, rusqlite::params_from_iter(params), |r| r.get(0))
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
+}
+
+/// A config for `app` on `backend` with the given sources.
+pub fn config(app: &App, backend: &Backend, sources: &str) -> String {
+    config_with_store(app, &backend.store_toml(), sources)
+}
+
+/// A config for `app` whose `[store]` holds `store` (raw lines).
+pub fn config_with_store(app: &App, store: &str, sources: &str) -> String {
     format!(
         "[server]\nlisten = \"127.0.0.1:0\"\nupstream = \"{}\"\nupstream_timeout = \"1s\"\n\n\
          [admin]\nlisten = \"127.0.0.1:0\"\ntoken = \"{ADMIN_TOKEN}\"\n\n\
-         [store]\nkind = \"redis\"\nurl = \"{redis_url}\"\nkey_prefix = \"hg\"\n\n{sources}",
+         [store]\n{store}\n{sources}",
         app.url()
     )
 }

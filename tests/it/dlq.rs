@@ -1,22 +1,14 @@
-//! Dead letters on real Redis: written when the app never recovers (queue)
-//! or fails one event three times in a row (forward), shown by
-//! `hookgate dlq list/show`, and delivered by `replay` once the app is back.
+//! Dead letters on each store that keeps them (a real Redis and a SQLite
+//! file): written when the app never recovers (queue) or fails one event
+//! three times in a row (forward), shown by `hookgate dlq list/show`, and
+//! delivered by `replay` once the app is back.
 
 use bytes::Bytes;
 use serde_json::json;
 
 use crate::delivery_kit::{
-    ADMIN_TOKEN, App, ConfigFile, Gate, config, eventually, hookgate_cli, request, source,
+    ADMIN_TOKEN, App, Backend, ConfigFile, Gate, config, eventually, hookgate_cli, request, source,
 };
-use crate::support::redis::RedisServer;
-
-fn dlq_len(redis: &RedisServer) -> i64 {
-    let mut conn = redis.client();
-    redis::cmd("XLEN")
-        .arg("hg:dlq")
-        .query(&mut conn)
-        .expect("XLEN")
-}
 
 /// The first column of each `dlq list` row after the header.
 fn ids(list: &str) -> Vec<String> {
@@ -28,12 +20,20 @@ fn ids(list: &str) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn an_app_that_never_recovers_leaves_a_dead_letter_that_replay_delivers() {
-    let redis = RedisServer::start();
+async fn an_app_that_never_recovers_leaves_a_dead_letter_that_replay_delivers_on_redis() {
+    an_app_that_never_recovers_leaves_a_dead_letter_that_replay_delivers(Backend::redis()).await;
+}
+
+#[tokio::test]
+async fn an_app_that_never_recovers_leaves_a_dead_letter_that_replay_delivers_on_sqlite() {
+    an_app_that_never_recovers_leaves_a_dead_letter_that_replay_delivers(Backend::sqlite()).await;
+}
+
+async fn an_app_that_never_recovers_leaves_a_dead_letter_that_replay_delivers(backend: Backend) {
     let app = App::start().await;
     let toml = config(
         &app,
-        &redis.url(),
+        &backend,
         &source(
             "q",
             "delivery = \"queue\"\nretry_schedule = [\"100ms\", \"100ms\"]\n",
@@ -45,9 +45,13 @@ async fn an_app_that_never_recovers_leaves_a_dead_letter_that_replay_delivers() 
 
     app.answer_with(500);
     assert_eq!(gate.send("q", "d1", r#"{"hello":"dlq"}"#).await.status, 200);
-    eventually("the dead letter", || (dlq_len(&redis) == 1).then_some(())).await;
+    eventually("the dead letter", || {
+        (backend.dead_letters() == 1).then_some(())
+    })
+    .await;
     assert_eq!(app.seen_event("d1").len(), 3, "one attempt and two retries");
-    gate.stop().await;
+
+    // `hookgate dlq` works on the store while hookgate serves it.
 
     let (code, out, err) = hookgate_cli(&["dlq", "--config", path, "list"]).await;
     assert_eq!(code, 0, "{err}");
@@ -70,18 +74,31 @@ async fn an_app_that_never_recovers_leaves_a_dead_letter_that_replay_delivers() 
     ] {
         assert!(out.contains(needle), "{needle} missing from\n{out}");
     }
-    let (code, _, err) = hookgate_cli(&["dlq", "--config", path, "show", "1-1"]).await;
-    assert_eq!(code, 1);
-    assert!(err.contains("no dead letter"), "{err}");
+    // Ids that name no dead letter: of the other store's shape, and (on
+    // SQLite, whose ids are numbers) well-formed yet unused.
+    let missing: &[&str] = match backend {
+        Backend::Redis(_) => &["1-1"],
+        Backend::Sqlite(_) => &["1-1", "999999"],
+    };
+    for missing in missing {
+        let (code, _, err) = hookgate_cli(&["dlq", "--config", path, "show", missing]).await;
+        assert_eq!(code, 1, "{missing}");
+        assert!(err.contains("no dead letter"), "{missing}: {err}");
+    }
 
     // Still down: the replay fails, exits 1, and keeps the entry with one
-    // more attempt under a new id.
+    // more attempt, under the id it prints: a new one on Redis (a stream
+    // entry cannot change), the same one on SQLite (the row is rewritten).
     let (code, out, _) = hookgate_cli(&["dlq", "--config", path, "replay", "--all"]).await;
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("kept as"), "{out}");
     let (_, listed, _) = hookgate_cli(&["dlq", "--config", path, "list", "--source", "q"]).await;
+    assert_eq!(ids(&listed).len(), 1, "{listed}");
     let new_id = ids(&listed).remove(0);
-    assert_ne!(new_id, id);
+    assert!(out.contains(&format!("kept as {new_id}")), "{out}");
+    match backend {
+        Backend::Redis(_) => assert_ne!(new_id, id),
+        Backend::Sqlite(_) => assert_eq!(new_id, id),
+    }
     assert!(
         listed.lines().nth(1).is_some_and(|r| r.contains(" 4 ")),
         "{listed}"
@@ -105,14 +122,23 @@ async fn an_app_that_never_recovers_leaves_a_dead_letter_that_replay_delivers() 
     );
     let (code, out, _) = hookgate_cli(&["dlq", "--config", path, "list"]).await;
     assert_eq!((code, out.trim()), (0, "no dead letters"));
-    assert_eq!(dlq_len(&redis), 0);
+    assert_eq!(backend.dead_letters(), 0);
+    gate.stop().await;
 }
 
 #[tokio::test]
-async fn forward_mode_copies_an_event_failed_three_times_in_a_row() {
-    let redis = RedisServer::start();
+async fn forward_mode_copies_an_event_failed_three_times_in_a_row_on_redis() {
+    forward_mode_copies_an_event_failed_three_times_in_a_row(Backend::redis()).await;
+}
+
+#[tokio::test]
+async fn forward_mode_copies_an_event_failed_three_times_in_a_row_on_sqlite() {
+    forward_mode_copies_an_event_failed_three_times_in_a_row(Backend::sqlite()).await;
+}
+
+async fn forward_mode_copies_an_event_failed_three_times_in_a_row(backend: Backend) {
     let app = App::start().await;
-    let gate = Gate::start(&config(&app, &redis.url(), &source("fw", ""))).await;
+    let gate = Gate::start(&config(&app, &backend, &source("fw", ""))).await;
     let body = r#"{"forward":1}"#;
 
     app.answer_with(503);
@@ -120,11 +146,11 @@ async fn forward_mode_copies_an_event_failed_three_times_in_a_row() {
         let answer = gate.send("fw", "f1", body).await;
         assert_eq!(answer.status, 503, "attempt {attempt}");
         if attempt == 2 {
-            assert_eq!(dlq_len(&redis), 0);
+            assert_eq!(backend.dead_letters(), 0);
         }
     }
     // Copied once, on the third failure.
-    assert_eq!(dlq_len(&redis), 1);
+    assert_eq!(backend.dead_letters(), 1);
 
     // The admin endpoints need the token.
     let list = request(gate.admin, "GET", "/dlq", &[], Bytes::new()).await;
@@ -171,7 +197,7 @@ async fn forward_mode_copies_an_event_failed_three_times_in_a_row() {
             .count(),
         1
     );
-    assert_eq!(dlq_len(&redis), 0);
+    assert_eq!(backend.dead_letters(), 0);
     let metrics = gate.metrics().await;
     assert!(
         metrics.contains(r#"hookgate_dead_letters_total{source="fw"} 1"#),
@@ -181,10 +207,18 @@ async fn forward_mode_copies_an_event_failed_three_times_in_a_row() {
 }
 
 #[tokio::test]
-async fn forward_dead_letters_replay_through_the_admin_listener() {
-    let redis = RedisServer::start();
+async fn forward_dead_letters_replay_through_the_admin_listener_on_redis() {
+    forward_dead_letters_replay_through_the_admin_listener(Backend::redis()).await;
+}
+
+#[tokio::test]
+async fn forward_dead_letters_replay_through_the_admin_listener_on_sqlite() {
+    forward_dead_letters_replay_through_the_admin_listener(Backend::sqlite()).await;
+}
+
+async fn forward_dead_letters_replay_through_the_admin_listener(backend: Backend) {
     let app = App::start().await;
-    let gate = Gate::start(&config(&app, &redis.url(), &source("fw", ""))).await;
+    let gate = Gate::start(&config(&app, &backend, &source("fw", ""))).await;
     let bearer = format!("Bearer {ADMIN_TOKEN}");
     let auth = [("authorization", bearer.as_str())];
 
@@ -241,19 +275,32 @@ async fn without_a_token_the_admin_dlq_is_off_and_the_memory_store_keeps_none() 
     let path = file.path.to_str().expect("utf-8 path");
     let (code, _, err) = hookgate_cli(&["dlq", "--config", path, "list"]).await;
     assert_eq!(code, 1);
-    assert!(err.contains("need a redis"), "{err}");
+    // The refusal names what to use instead.
+    assert!(
+        err.contains("the memory store keeps no queue and no dead letters"),
+        "{err}"
+    );
+    assert!(err.contains("kind = \"sqlite\""), "{err}");
+}
+
+#[tokio::test]
+async fn two_versions_of_one_resource_replayed_at_once_never_race_on_redis() {
+    two_versions_of_one_resource_replayed_at_once_never_race(Backend::redis()).await;
+}
+
+#[tokio::test]
+async fn two_versions_of_one_resource_replayed_at_once_never_race_on_sqlite() {
+    two_versions_of_one_resource_replayed_at_once_never_race(Backend::sqlite()).await;
 }
 
 /// Two versions of one resource replayed at once: the replay path takes the
 /// resource's lease like every other delivery, so while one version is at
 /// the app the other is answered `in_flight`, and the app never gets the
 /// lower version after the higher one.
-#[tokio::test]
-async fn two_versions_of_one_resource_replayed_at_once_never_race() {
-    let redis = RedisServer::start();
+async fn two_versions_of_one_resource_replayed_at_once_never_race(backend: Backend) {
     let app = App::start().await;
     let ordering = "[source.ordering]\nresource = \"/object/id\"\nversion = \"/object/version\"\n";
-    let gate = Gate::start(&config(&app, &redis.url(), &source("fw", ordering))).await;
+    let gate = Gate::start(&config(&app, &backend, &source("fw", ordering))).await;
     let bearer = format!("Bearer {ADMIN_TOKEN}");
     let auth = [("authorization", bearer.as_str())];
     let body = |id: &str, version: u32| {

@@ -7,9 +7,11 @@
 //! - `forwarding`: what the app receives, byte for byte.
 //! - `schemes`: every built-in scheme (and a generic one) end to end.
 //! - `handshakes`: provider endpoint checks answered by hookgate.
-//! - `concurrency`: many copies of one event, several replicas.
+//! - `concurrency`: many copies of one event, several replicas (on one Redis,
+//!   or on one SQLite file).
 //! - `redis_store`: Redis going away and coming back, the key layout, cluster.
-//! - `store`: the store backends against a real Redis.
+//! - `store`: the store backends against a real Redis, and the memory and
+//!   SQLite stores held to the same suite; a SQLite file opened again.
 //! - `admin`: `/healthz`, `/readyz`, `/metrics`.
 //! - `cli`: `check`, `sign`, `run` with `$HOOKGATE_CONFIG`.
 //! - `resign`: `[source.resign]` in front of an app that checks Stripe signatures itself.
@@ -28,10 +30,14 @@
 //!   forwarding, dead letters across a restart, the fsync before the answer
 //!   (traced), group commit, refused files (newer schema, corrupt, locked).
 //! - `sentinel`: `kind = "redis-sentinel"` through failovers, and `min_replicas`.
-//! - `ordering`: the version gate, forward and queue, two versions at once.
-//! - `queue`: queue delivery: ack after enqueue, retries, 4xx, SIGKILL, replicas.
-//! - `dlq`: dead letters in both modes, `hookgate dlq`, the admin endpoints.
-//! - `delivery_kit`: what those three share (scripted app, in-process hookgate).
+//! - `ordering`: the version gate, forward and queue, two versions at once;
+//!   on Redis and on SQLite.
+//! - `queue`: queue delivery: ack after enqueue, retries, 4xx, SIGKILL, replicas;
+//!   on Redis and on SQLite.
+//! - `dlq`: dead letters in both modes, `hookgate dlq`, the admin endpoints;
+//!   on Redis and on SQLite.
+//! - `delivery_kit`: what those three share (scripted app, in-process hookgate,
+//!   the Redis or SQLite backend and its queue and dead-letter counts).
 //! - `monitoring`: the chart's dashboard panels and alert expressions asked
 //!   of a real Prometheus scraping hookgate under load.
 //! - `keys`: `sns`, `paypal`, `google-oidc` against a local HTTPS key server.

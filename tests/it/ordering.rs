@@ -1,11 +1,11 @@
-//! The version gate (DESIGN §5) on real Redis: an event older than what the
-//! app accepted never reaches it, in forward and queue delivery, and two
-//! versions of one resource never race each other to the app.
+//! The version gate (DESIGN §5) on each durable store (a real Redis and a
+//! SQLite file): an event older than what the app accepted never reaches it,
+//! in forward and queue delivery, and two versions of one resource never race
+//! each other to the app.
 
 use serde_json::json;
 
-use crate::delivery_kit::{App, Gate, config, eventually, source};
-use crate::support::redis::RedisServer;
+use crate::delivery_kit::{App, Backend, Gate, config, eventually, source};
 
 const ORDERING: &str =
     "[source.ordering]\nresource = \"/object/id\"\nversion = \"/object/version\"\n";
@@ -15,10 +15,18 @@ fn event(id: &str, resource: &str, version: serde_json::Value) -> String {
 }
 
 #[tokio::test]
-async fn a_stale_event_never_reaches_the_app() {
-    let redis = RedisServer::start();
+async fn a_stale_event_never_reaches_the_app_on_redis() {
+    a_stale_event_never_reaches_the_app(Backend::redis()).await;
+}
+
+#[tokio::test]
+async fn a_stale_event_never_reaches_the_app_on_sqlite() {
+    a_stale_event_never_reaches_the_app(Backend::sqlite()).await;
+}
+
+async fn a_stale_event_never_reaches_the_app(backend: Backend) {
     let app = App::start().await;
-    let gate = Gate::start(&config(&app, &redis.url(), &source("fw", ORDERING))).await;
+    let gate = Gate::start(&config(&app, &backend, &source("fw", ORDERING))).await;
 
     let answer = gate.send("fw", "e2", &event("e2", "cus_1", json!(2))).await;
     assert_eq!(answer.status, 200, "{}", answer.body);
@@ -88,14 +96,22 @@ async fn a_stale_event_never_reaches_the_app() {
     gate.stop().await;
 }
 
+#[tokio::test]
+async fn two_versions_of_one_resource_in_flight_on_redis() {
+    two_versions_of_one_resource_in_flight(Backend::redis()).await;
+}
+
+#[tokio::test]
+async fn two_versions_of_one_resource_in_flight_on_sqlite() {
+    two_versions_of_one_resource_in_flight(Backend::sqlite()).await;
+}
+
 /// While v5 of a resource is at the app, v6 is answered 429 in_flight: the
 /// two can't overtake each other. Once v5 settles, the sender's retry of v6
 /// goes through, and a late copy of v5 under a new id is stale.
-#[tokio::test]
-async fn two_versions_of_one_resource_in_flight() {
-    let redis = RedisServer::start();
+async fn two_versions_of_one_resource_in_flight(backend: Backend) {
     let app = App::start().await;
-    let gate = Gate::start(&config(&app, &redis.url(), &source("fw", ORDERING))).await;
+    let gate = Gate::start(&config(&app, &backend, &source("fw", ORDERING))).await;
     let public = gate.public;
 
     app.hold();
@@ -140,14 +156,22 @@ async fn two_versions_of_one_resource_in_flight() {
     gate.stop().await;
 }
 
+#[tokio::test]
+async fn queued_retries_never_overwrite_a_newer_version_on_redis() {
+    queued_retries_never_overwrite_a_newer_version(Backend::redis()).await;
+}
+
+#[tokio::test]
+async fn queued_retries_never_overwrite_a_newer_version_on_sqlite() {
+    queued_retries_never_overwrite_a_newer_version(Backend::sqlite()).await;
+}
+
 /// Queue delivery checks the version at the door and again before each
 /// attempt: a retried older event is dropped once a newer one was delivered.
-#[tokio::test]
-async fn queued_retries_never_overwrite_a_newer_version() {
-    let redis = RedisServer::start();
+async fn queued_retries_never_overwrite_a_newer_version(backend: Backend) {
     let app = App::start().await;
     let extra = format!("delivery = \"queue\"\nretry_schedule = [\"1s\", \"1s\"]\n{ORDERING}");
-    let gate = Gate::start(&config(&app, &redis.url(), &source("q", &extra))).await;
+    let gate = Gate::start(&config(&app, &backend, &source("q", &extra))).await;
 
     // v1 fails once and waits for its retry...
     app.then_answer(&[503]);

@@ -1,5 +1,7 @@
-//! Queue delivery (DESIGN §6) on real Redis: the sender is answered once the
-//! event is durable, and hookgate owns the retries from there.
+//! Queue delivery (DESIGN §6): the sender is answered once the event is
+//! durable, and hookgate owns the retries from there. The contract runs on
+//! both stores that keep a queue (a real Redis and a SQLite file); Redis
+//! going away and a Redis Cluster are Redis's own.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -9,38 +11,26 @@ use bytes::Bytes;
 use serde_json::json;
 
 use crate::delivery_kit::{
-    App, ConfigFile, Gate, WAIT, config, eventually, request, signed_headers, source,
+    App, Backend, ConfigFile, Gate, WAIT, config, config_with_store, eventually, request,
+    signed_headers, source,
 };
 use crate::support::redis::RedisServer;
 
 const FAST: &str = "delivery = \"queue\"\nretry_schedule = [\"100ms\", \"200ms\", \"300ms\"]\n";
 
-fn queue_len(redis: &RedisServer, source: &str) -> (i64, i64) {
-    let mut conn = redis.client();
-    let ready: i64 = redis::cmd("XLEN")
-        .arg(format!("hg:queue:{{{source}}}"))
-        .query(&mut conn)
-        .expect("XLEN");
-    let waiting: i64 = redis::cmd("ZCARD")
-        .arg(format!("hg:queue:{{{source}}}:delayed"))
-        .query(&mut conn)
-        .expect("ZCARD");
-    (ready, waiting)
-}
-
-fn dlq_len(redis: &RedisServer) -> i64 {
-    let mut conn = redis.client();
-    redis::cmd("XLEN")
-        .arg("hg:dlq")
-        .query(&mut conn)
-        .expect("XLEN")
+#[tokio::test]
+async fn a_queued_event_is_acknowledged_then_delivered_byte_for_byte_on_redis() {
+    a_queued_event_is_acknowledged_then_delivered_byte_for_byte(Backend::redis()).await;
 }
 
 #[tokio::test]
-async fn a_queued_event_is_acknowledged_then_delivered_byte_for_byte() {
-    let redis = RedisServer::start();
+async fn a_queued_event_is_acknowledged_then_delivered_byte_for_byte_on_sqlite() {
+    a_queued_event_is_acknowledged_then_delivered_byte_for_byte(Backend::sqlite()).await;
+}
+
+async fn a_queued_event_is_acknowledged_then_delivered_byte_for_byte(backend: Backend) {
     let app = App::start().await;
-    let gate = Gate::start(&config(&app, &redis.url(), &source("q", FAST))).await;
+    let gate = Gate::start(&config(&app, &backend, &source("q", FAST))).await;
 
     // A body that is not UTF-8, and a client's attempt to stamp itself.
     let body: &[u8] = b"\x00\xffbinary\nbody\r\n";
@@ -85,7 +75,7 @@ async fn a_queued_event_is_acknowledged_then_delivered_byte_for_byte() {
     .await;
     assert_eq!(again.json(), json!({"duplicate": true, "event_id": "b1"}));
     eventually("the queue to empty", || {
-        (queue_len(&redis, "q") == (0, 0)).then_some(())
+        (backend.queue_len("q") == 0).then_some(())
     })
     .await;
     let metrics = gate.metrics().await;
@@ -101,40 +91,64 @@ async fn a_queued_event_is_acknowledged_then_delivered_byte_for_byte() {
 }
 
 #[tokio::test]
-async fn an_app_that_fails_then_recovers_gets_the_event_exactly_once() {
-    let redis = RedisServer::start();
+async fn an_app_that_fails_then_recovers_gets_the_event_exactly_once_on_redis() {
+    an_app_that_fails_then_recovers_gets_the_event_exactly_once(Backend::redis()).await;
+}
+
+#[tokio::test]
+async fn an_app_that_fails_then_recovers_gets_the_event_exactly_once_on_sqlite() {
+    an_app_that_fails_then_recovers_gets_the_event_exactly_once(Backend::sqlite()).await;
+}
+
+async fn an_app_that_fails_then_recovers_gets_the_event_exactly_once(backend: Backend) {
     let app = App::start().await;
-    let gate = Gate::start(&config(&app, &redis.url(), &source("q", FAST))).await;
+    let gate = Gate::start(&config(&app, &backend, &source("q", FAST))).await;
 
     app.then_answer(&[500, 503, 502]);
+    // Held at the app, the event is still in the store's queue.
+    app.hold();
     assert_eq!(gate.send("q", "r1", r#"{"n":1}"#).await.status, 200);
+    app.arrived(1).await;
+    assert_eq!(backend.queue_len("q"), 1);
+    app.release();
     let seen = app.wait_for("r1", 4).await;
     let statuses: Vec<u16> = seen.iter().map(|s| s.status).collect();
     assert_eq!(statuses, [500, 503, 502, 200]);
     eventually("the queue to empty", || {
-        (queue_len(&redis, "q") == (0, 0)).then_some(())
+        (backend.queue_len("q") == 0).then_some(())
     })
     .await;
     // Settled: nothing is left that could be delivered again.
     gate.stop().await;
     assert_eq!(app.seen_event("r1").len(), 4);
-    assert_eq!(dlq_len(&redis), 0);
+    assert_eq!(backend.dead_letters(), 0);
 }
 
 #[tokio::test]
-async fn a_4xx_is_dropped_without_retry_and_kept_as_a_dead_letter() {
-    let redis = RedisServer::start();
+async fn a_4xx_is_dropped_without_retry_and_kept_as_a_dead_letter_on_redis() {
+    a_4xx_is_dropped_without_retry_and_kept_as_a_dead_letter(Backend::redis()).await;
+}
+
+#[tokio::test]
+async fn a_4xx_is_dropped_without_retry_and_kept_as_a_dead_letter_on_sqlite() {
+    a_4xx_is_dropped_without_retry_and_kept_as_a_dead_letter(Backend::sqlite()).await;
+}
+
+async fn a_4xx_is_dropped_without_retry_and_kept_as_a_dead_letter(backend: Backend) {
     let app = App::start().await;
-    let gate = Gate::start(&config(&app, &redis.url(), &source("q", FAST))).await;
+    let gate = Gate::start(&config(&app, &backend, &source("q", FAST))).await;
 
     app.then_answer(&[422]);
     assert_eq!(gate.send("q", "x1", r#"{"bad":true}"#).await.status, 200);
     app.wait_for("x1", 1).await;
-    eventually("the dead letter", || (dlq_len(&redis) == 1).then_some(())).await;
+    eventually("the dead letter", || {
+        (backend.dead_letters() == 1).then_some(())
+    })
+    .await;
     // Nothing left to retry: neither in the stream nor waiting (the dead
     // letter is written first, then the entry removed).
     eventually("the queue to empty", || {
-        (queue_len(&redis, "q") == (0, 0)).then_some(())
+        (backend.queue_len("q") == 0).then_some(())
     })
     .await;
     let metrics = gate.metrics().await;
@@ -148,10 +162,18 @@ async fn a_4xx_is_dropped_without_retry_and_kept_as_a_dead_letter() {
 }
 
 #[tokio::test]
-async fn a_429_waits_for_its_retry_after() {
-    let redis = RedisServer::start();
+async fn a_429_waits_for_its_retry_after_on_redis() {
+    a_429_waits_for_its_retry_after(Backend::redis()).await;
+}
+
+#[tokio::test]
+async fn a_429_waits_for_its_retry_after_on_sqlite() {
+    a_429_waits_for_its_retry_after(Backend::sqlite()).await;
+}
+
+async fn a_429_waits_for_its_retry_after(backend: Backend) {
     let app = App::start().await;
-    let gate = Gate::start(&config(&app, &redis.url(), &source("q", FAST))).await;
+    let gate = Gate::start(&config(&app, &backend, &source("q", FAST))).await;
 
     app.answer_once_retry_after(429, "2");
     assert_eq!(gate.send("q", "s1", "{}").await.status, 200);
@@ -165,10 +187,20 @@ async fn a_429_waits_for_its_retry_after() {
 }
 
 #[tokio::test]
-async fn two_replicas_share_the_queue_and_deliver_each_event_once() {
-    let redis = RedisServer::start();
+async fn two_replicas_share_the_queue_and_deliver_each_event_once_on_redis() {
+    two_replicas_share_the_queue_and_deliver_each_event_once(Backend::redis()).await;
+}
+
+#[tokio::test]
+async fn two_replicas_share_the_queue_and_deliver_each_event_once_on_sqlite() {
+    two_replicas_share_the_queue_and_deliver_each_event_once(Backend::sqlite()).await;
+}
+
+/// Two replicas on one store: on Redis, two hookgates sharing it; on SQLite,
+/// two hookgates on one file (several processes on one machine).
+async fn two_replicas_share_the_queue_and_deliver_each_event_once(backend: Backend) {
     let app = App::start().await;
-    let toml = config(&app, &redis.url(), &source("q", FAST));
+    let toml = config(&app, &backend, &source("q", FAST));
     let a = Gate::start(&toml).await;
     let b = Gate::start(&toml).await;
 
@@ -182,7 +214,7 @@ async fn two_replicas_share_the_queue_and_deliver_each_event_once() {
     }
     eventually("30 deliveries", || (app.seen().len() >= 30).then_some(())).await;
     eventually("the queue to empty", || {
-        (queue_len(&redis, "q") == (0, 0)).then_some(())
+        (backend.queue_len("q") == 0).then_some(())
     })
     .await;
     a.stop().await;
@@ -192,14 +224,22 @@ async fn two_replicas_share_the_queue_and_deliver_each_event_once() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_events_survive_a_sigkill_on_redis() {
+    queued_events_survive_a_sigkill(Backend::redis()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_events_survive_a_sigkill_on_sqlite() {
+    queued_events_survive_a_sigkill(Backend::sqlite()).await;
+}
+
 /// An event acknowledged with 200 survives hookgate being killed (SIGKILL)
 /// while its delivery is in flight: the next process takes it over once its
 /// lease runs out and delivers it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn queued_events_survive_a_sigkill() {
-    let redis = RedisServer::start();
+async fn queued_events_survive_a_sigkill(backend: Backend) {
     let app = App::start().await;
-    let file = ConfigFile::write(&config(&app, &redis.url(), &source("q", FAST)));
+    let file = ConfigFile::write(&config(&app, &backend, &source("q", FAST)));
 
     // The attempt cut off by the kill may still run to its end inside the
     // app (answered to nobody); make that one a failure, so the only 2xx is
@@ -223,7 +263,7 @@ async fn queued_events_survive_a_sigkill() {
     })
     .await;
     eventually("the queue to empty", || {
-        (queue_len(&redis, "q") == (0, 0)).then_some(())
+        (backend.queue_len("q") == 0).then_some(())
     })
     .await;
     drop(second);
@@ -292,7 +332,8 @@ impl Drop for Binary {
 async fn no_acknowledgement_without_a_durable_enqueue() {
     let mut redis = RedisServer::start();
     let app = App::start().await;
-    let gate = Gate::start(&config(&app, &redis.url(), &source("q", FAST))).await;
+    let store = format!("kind = \"redis\"\nurl = \"{}\"\n", redis.url());
+    let gate = Gate::start(&config_with_store(&app, &store, &source("q", FAST))).await;
     assert_eq!(gate.send("q", "before", "{}").await.status, 200);
     app.wait_for("before", 1).await;
 
@@ -335,10 +376,11 @@ async fn queue_delivery_on_a_redis_cluster() {
         source("q", FAST),
         source("p", "delivery = \"queue\"\nretry_schedule = [\"100ms\"]\n")
     );
-    let toml = config(&app, "unused", &sources).replace(
-        "kind = \"redis\"\nurl = \"unused\"",
-        &format!("kind = \"redis-cluster\"\nurls = [{}]", urls.join(", ")),
+    let store = format!(
+        "kind = \"redis-cluster\"\nurls = [{}]\nkey_prefix = \"hg\"\n",
+        urls.join(", ")
     );
+    let toml = config_with_store(&app, &store, &sources);
     let gate = Gate::start(&toml).await;
 
     app.then_answer(&[500]);
