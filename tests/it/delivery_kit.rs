@@ -205,6 +205,23 @@ impl App {
         .await
     }
 
+    /// Waits until every request that arrived has been answered and none
+    /// arrived for 300 ms: a sender that died mid-request has had its
+    /// request answered (to nobody) with the status scripted then.
+    pub async fn quiet(&self) {
+        let mut last = (usize::MAX, Instant::now());
+        eventually("the app to go quiet", || {
+            let arrived = self.arrivals.load(std::sync::atomic::Ordering::SeqCst);
+            let answered = self.seen().len();
+            if arrived != last.0 {
+                last = (arrived, Instant::now());
+                return None;
+            }
+            (answered == arrived && last.1.elapsed() >= Duration::from_millis(300)).then_some(())
+        })
+        .await
+    }
+
     /// Waits until `n` requests have arrived in all (held ones included).
     pub async fn arrived(&self, n: usize) {
         eventually(&format!("{n} requests at the app"), || {
