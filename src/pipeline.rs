@@ -73,8 +73,8 @@ where
     let source = &runtime.config.sources[index];
 
     // A provider's endpoint check (Dropbox/Nylas GET challenge, Okta, Meta,
-    // X CRC, Trello HEAD; Asana's and Microsoft Graph's unsigned POSTs) is
-    // answered here, before the body is read; a failed one (Meta with a
+    // Worldline, X CRC, Trello HEAD; Asana's and Microsoft Graph's unsigned
+    // POSTs) is answered here, before the body is read; a failed one (Meta with a
     // wrong verify token) is refused like a bad signature. Any other request
     // but a POST is refused.
     let check = source.scheme.handshake_before(

@@ -557,7 +557,7 @@ impl Scheme {
     }
 
     /// An endpoint check the sender makes with a request other than a signed
-    /// POST (a GET or HEAD: Dropbox, Nylas, Okta, Meta, X, Trello; an
+    /// POST (a GET or HEAD: Dropbox, Nylas, Okta, Meta, Worldline, X, Trello; an
     /// unsigned POST: Asana's `X-Hook-Secret`, Microsoft Graph's
     /// `?validationToken=`), answered by hookgate before the method check and
     /// before the body is read. `None`: not a handshake, carry on;

@@ -551,6 +551,7 @@ pub static PRESETS: &[Preset] = &[
         event_id: Some(P("/id")),
         event_type: Some(P("/type")),
         sends: &[("x-gcs-keyid", SIGN_KEY_ID)],
+        handshake: Some(Handshake::WorldlineEndpointVerification),
         vector: Vector::Sdk(
             "Ingenico-ePayments/connect-sdk-php tests/Ingenico/Connect/Sdk/Webhooks/WebhooksHelperTest.php (testUnmarshalBytesSuccess)",
         ),

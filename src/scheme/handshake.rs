@@ -56,6 +56,9 @@ pub enum Handshake {
     /// Microsoft Graph: `POST ?validationToken=…`, answered with the token
     /// as text.
     GraphValidationToken,
+    /// Worldline (GCS): `GET` with `X-GCS-Webhooks-Endpoint-Verification`,
+    /// answered 200 with the header's value as text.
+    WorldlineEndpointVerification,
 }
 
 impl Handshake {
@@ -81,6 +84,9 @@ impl Handshake {
             }
             Handshake::AsanaHookSecret => "unsigned POST with `X-Hook-Secret` → 200, header echoed",
             Handshake::GraphValidationToken => "`POST ?validationToken=` → token text",
+            Handshake::WorldlineEndpointVerification => {
+                "`GET` with `X-GCS-Webhooks-Endpoint-Verification` → its value as text"
+            }
         }
     }
 }
@@ -244,6 +250,16 @@ pub(super) fn before(
                     .ok_or(Error::MalformedSignature("validationToken")),
             )
         }
+        // Worldline: a new endpoint is checked with a `GET` carrying
+        // `X-GCS-Webhooks-Endpoint-Verification`; the answer is 200 with the
+        // header's value as a text body.
+        Handshake::WorldlineEndpointVerification if method == Method::GET => {
+            let value = headers
+                .get("x-gcs-webhooks-endpoint-verification")?
+                .to_str()
+                .ok()?;
+            Some(Ok(text(printable(value)?)))
+        }
         _ => None,
     }
 }
@@ -297,7 +313,8 @@ pub(super) fn after(
         | Handshake::TrelloHead
         | Handshake::MetaVerifyToken
         | Handshake::AsanaHookSecret
-        | Handshake::GraphValidationToken => None,
+        | Handshake::GraphValidationToken
+        | Handshake::WorldlineEndpointVerification => None,
     }
 }
 
@@ -420,6 +437,40 @@ mod tests {
             answered(got),
             Some(br#"{"verification":"c0ffee"}"#.to_vec())
         );
+
+        // Worldline: the header's value comes back as the text body; a GET
+        // without it, or a POST with it, is not this check.
+        let mut worldline = HeaderMap::new();
+        worldline.insert(
+            "x-gcs-webhooks-endpoint-verification",
+            "d2b5c1a0-7e3f".parse().expect("v"),
+        );
+        let got = before(
+            Handshake::WorldlineEndpointVerification,
+            &keys,
+            None,
+            &Method::GET,
+            &bare,
+            &worldline,
+        )
+        .expect("the check is answered")
+        .expect("and accepted");
+        assert_eq!(got.body, b"d2b5c1a0-7e3f".to_vec());
+        assert_eq!(got.content_type, "text/plain; charset=utf-8");
+        for (method, headers) in [(Method::GET, &h), (Method::POST, &worldline)] {
+            assert_eq!(
+                before(
+                    Handshake::WorldlineEndpointVerification,
+                    &keys,
+                    None,
+                    &method,
+                    &bare,
+                    headers
+                ),
+                None,
+                "{method}"
+            );
+        }
 
         // python3 -c "import hmac,hashlib,base64;print(base64.b64encode(hmac.new(b'consumer-secret',b'token123',hashlib.sha256).digest()).decode())"
         let crc: Uri = "/hook?crc_token=token123".parse().expect("test uri");
