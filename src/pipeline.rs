@@ -2,6 +2,8 @@
 //!
 //! route → read raw body → verify signature → check timestamp → parse →
 //! filter → nonce → version gate → forward or enqueue → commit or release.
+//! Between routing and reading the body, the method and the sender address
+//! (`allow_ips`, [`crate::allow`]) are checked.
 //!
 //! A forward failure (5xx, unreachable, too slow) is also counted per event
 //! id; the third in a row copies the event to the dead-letter stream
@@ -44,8 +46,9 @@ use detach::{Detachable, Panicked};
 const COMMIT_RETRY_FOR: Duration = Duration::from_secs(60);
 const COMMIT_RETRY_EVERY: Duration = Duration::from_millis(500);
 
-/// Handles one request from a sender. `peer` is the client's address, added
-/// to `X-Forwarded-For`.
+/// Handles one request from a sender. `peer` is the TCP peer's address,
+/// added to `X-Forwarded-For` and, for a source with `allow_ips`, the start
+/// of the client address.
 pub async fn handle<B>(
     state: &Arc<State>,
     request: Request<B>,
@@ -84,6 +87,19 @@ where
         &parts.uri,
         &parts.headers,
     );
+    if check.is_none() && parts.method != Method::POST {
+        return finish(state, source, None, Outcome::MethodNotAllowed, None);
+    }
+    // The sender address gate: every request the source would take, endpoint
+    // checks included, comes from an allowed client or is refused before
+    // its body is read. Not a signature row: observe mode refuses it too.
+    if let Some(allowed) = &source.allow_ips {
+        let client = crate::allow::client_address(peer, &parts.headers, &server.trusted_proxies);
+        if !client.is_some_and(|ip| allowed.contains(ip)) {
+            tracing::debug!(source = %source.name, client = ?client, peer = ?peer, "client address outside allow_ips");
+            return finish(state, source, None, Outcome::ForbiddenIp, None);
+        }
+    }
     match check {
         Some(Ok(reply)) => {
             let response = reply.into_response();
@@ -92,9 +108,6 @@ where
         Some(Err(e)) => {
             tracing::debug!(source = %source.name, reason = %e, "endpoint check refused");
             return finish(state, source, None, Outcome::from(&e), None);
-        }
-        None if parts.method != Method::POST => {
-            return finish(state, source, None, Outcome::MethodNotAllowed, None);
         }
         None => {}
     }
