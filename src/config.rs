@@ -84,6 +84,11 @@
 //!   whose name holds `_` is removed before anything reads it) or `"forward"`
 //!   (kept, except where it spells a name only hookgate or the framing may
 //!   set); a generic source cannot name a `_` header while they are dropped.
+//! - `allow_ips` (per source) and `server.trusted_proxies` are lists of IPv4
+//!   and IPv6 CIDRs or bare addresses (`/32`, `/128`); a CIDR with bits set
+//!   past its prefix is refused (likely a typo), as is `allow_ips = []`
+//!   (it would refuse every request). Each bad entry is reported as
+//!   `field[i]` at its own line.
 
 use std::fmt;
 use std::path::Path;

@@ -12,6 +12,8 @@
 //!   collector that records every problem with its line and field) below them.
 //! - [`route`]: only canonical targets are routed; the longest source path
 //!   the path belongs to (case-insensitive, `.suffix` allowed) picks the `[[source]]`.
+//! - [`allow`]: a source's `allow_ips`, and the client address (after
+//!   `trusted_proxies`) checked against them right after routing.
 //! - [`scheme`]: each sender's signature scheme; produces [`scheme::Verified`].
 //!   A provider that needs code is one type implementing [`scheme::Provider`]
 //!   in its own file under `scheme/`, plus one line in the `CODED` list of
@@ -45,6 +47,7 @@
 #![forbid(unsafe_code)]
 
 pub mod admin;
+pub mod allow;
 pub mod cli;
 pub mod config;
 pub mod delivery;

@@ -26,6 +26,9 @@ pub enum Outcome {
     /// Path matches no source and `unmatched = "forward"`: proxied unverified.
     Unmatched,
     MethodNotAllowed,
+    /// The client address (after `trusted_proxies`) is outside the source's
+    /// `allow_ips`: refused before the body is read, even in observe mode.
+    ForbiddenIp,
     BodyTooLarge,
     /// The request body could not be read (the sender hung up or sent garbage framing).
     BadRequest,
@@ -72,6 +75,7 @@ impl Outcome {
             Outcome::UnknownSource => "unknown_source",
             Outcome::Unmatched => "unmatched",
             Outcome::MethodNotAllowed => "method_not_allowed",
+            Outcome::ForbiddenIp => "forbidden_ip",
             Outcome::BodyTooLarge => "body_too_large",
             Outcome::BadRequest => "bad_request",
             Outcome::RequestTimeout => "request_timeout",
@@ -100,6 +104,7 @@ impl Outcome {
         match self {
             Outcome::UnknownSource => StatusCode::NOT_FOUND,
             Outcome::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Outcome::ForbiddenIp => StatusCode::FORBIDDEN,
             Outcome::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Outcome::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             Outcome::BadRequest
@@ -244,6 +249,7 @@ mod tests {
                 405,
                 r#"{"error":"method_not_allowed"}"#,
             ),
+            (Outcome::ForbiddenIp, 403, r#"{"error":"forbidden_ip"}"#),
             (Outcome::BodyTooLarge, 413, r#"{"error":"body_too_large"}"#),
             (
                 Outcome::RequestTimeout,

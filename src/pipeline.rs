@@ -2,6 +2,8 @@
 //!
 //! route → read raw body → verify signature → check timestamp → parse →
 //! filter → nonce → version gate → forward or enqueue → commit or release.
+//! Between routing and reading the body, the method and the sender address
+//! (`allow_ips`, [`crate::allow`]) are checked.
 //!
 //! A forward failure (5xx, unreachable, too slow) is also counted per event
 //! id; the third in a row copies the event to the dead-letter stream
@@ -43,8 +45,9 @@ use detach::{Detachable, Panicked};
 const COMMIT_RETRY_FOR: Duration = Duration::from_secs(60);
 const COMMIT_RETRY_EVERY: Duration = Duration::from_millis(500);
 
-/// Handles one request from a sender. `peer` is the client's address, added
-/// to `X-Forwarded-For`.
+/// Handles one request from a sender. `peer` is the TCP peer's address,
+/// added to `X-Forwarded-For` and, for a source with `allow_ips`, the start
+/// of the client address.
 pub async fn handle<B>(
     state: &Arc<State>,
     request: Request<B>,
@@ -72,8 +75,8 @@ where
     let source = &runtime.config.sources[index];
 
     // A provider's endpoint check (Dropbox/Nylas GET challenge, Okta, Meta,
-    // X CRC, Trello HEAD; Asana's and Microsoft Graph's unsigned POSTs) is
-    // answered here, before the body is read; a failed one (Meta with a
+    // Worldline, X CRC, Trello HEAD; Asana's and Microsoft Graph's unsigned
+    // POSTs) is answered here, before the body is read; a failed one (Meta with a
     // wrong verify token) is refused like a bad signature. Any other request
     // but a POST is refused.
     let check = source.scheme.handshake_before(
@@ -83,6 +86,19 @@ where
         &parts.uri,
         &parts.headers,
     );
+    if check.is_none() && parts.method != Method::POST {
+        return finish(state, source, None, Outcome::MethodNotAllowed, None);
+    }
+    // The sender address gate: every request the source would take, endpoint
+    // checks included, comes from an allowed client or is refused before
+    // its body is read. Not a signature row: observe mode refuses it too.
+    if let Some(allowed) = &source.allow_ips {
+        let client = crate::allow::client_address(peer, &parts.headers, &server.trusted_proxies);
+        if !client.is_some_and(|ip| allowed.contains(ip)) {
+            tracing::debug!(source = %source.name, client = ?client, peer = ?peer, "client address outside allow_ips");
+            return finish(state, source, None, Outcome::ForbiddenIp, None);
+        }
+    }
     match check {
         Some(Ok(reply)) => {
             let response = reply.into_response();
@@ -91,9 +107,6 @@ where
         Some(Err(e)) => {
             tracing::debug!(source = %source.name, reason = %e, "endpoint check refused");
             return finish(state, source, None, Outcome::from(&e), None);
-        }
-        None if parts.method != Method::POST => {
-            return finish(state, source, None, Outcome::MethodNotAllowed, None);
         }
         None => {}
     }

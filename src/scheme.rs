@@ -6,6 +6,7 @@
 //! and type. The one value it hands on is [`Verified`]; nothing downstream sees
 //! an unverified request.
 
+use std::ops::Deref;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -42,11 +43,11 @@ mod standard;
 mod stripe;
 mod twilio;
 
+pub use catalog::Preset;
 use catalog::PresetScheme;
-pub use catalog::{Handshake, Preset};
 pub use google_oidc::{GOOGLE_JWKS, GOOGLE_JWKS_HOST, GoogleSource};
+pub use handshake::Handshake;
 pub use paypal::PayPalSource;
-use provider::ProviderRef;
 pub use provider::{Coded, Delivery, DynEq, Fetching, Provider, Signing};
 pub use sns::SnsSource;
 
@@ -329,6 +330,36 @@ const CODED: &[(&str, Build)] = &[
     ("google-oidc", |_| Box::new(GoogleSource::default())),
 ];
 
+/// The provider behind a [`Scheme`], borrowed from it: a
+/// provider the scheme holds, or a catalog preset, which pairs a static
+/// [`Preset`] with the source's own [`Generic`]
+/// and so is put together on the stack (two references, no allocation).
+enum ProviderRef<'a> {
+    Held(&'a dyn Provider),
+    Preset(PresetScheme<'a>),
+}
+
+impl<'a> ProviderRef<'a> {
+    /// [`Provider::key_policy`], borrowed for as long as the scheme is.
+    fn key_policy(self) -> Option<&'a KeyPolicy> {
+        match self {
+            ProviderRef::Held(provider) => provider.key_policy(),
+            ProviderRef::Preset(preset) => preset.generic.key_policy(),
+        }
+    }
+}
+
+impl<'a> Deref for ProviderRef<'a> {
+    type Target = dyn Provider + 'a;
+
+    fn deref(&self) -> &Self::Target {
+        match self {
+            ProviderRef::Held(provider) => *provider,
+            ProviderRef::Preset(preset) => preset,
+        }
+    }
+}
+
 impl Scheme {
     /// The provider behind this scheme: every method below asks it, and
     /// this is the one place the variants are told apart (besides the typed
@@ -526,7 +557,7 @@ impl Scheme {
     }
 
     /// An endpoint check the sender makes with a request other than a signed
-    /// POST (a GET or HEAD: Dropbox, Nylas, Okta, Meta, X, Trello; an
+    /// POST (a GET or HEAD: Dropbox, Nylas, Okta, Meta, Worldline, X, Trello; an
     /// unsigned POST: Asana's `X-Hook-Secret`, Microsoft Graph's
     /// `?validationToken=`), answered by hookgate before the method check and
     /// before the body is read. `None`: not a handshake, carry on;

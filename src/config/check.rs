@@ -13,6 +13,7 @@ use toml::Spanned;
 
 use super::raw::{self, RawSecret};
 use super::{Problem, SecretSource, duration};
+use crate::allow::{self, Ranges};
 use crate::secret::Secret;
 
 pub(super) struct Check<'a> {
@@ -208,6 +209,27 @@ impl Check<'_> {
                 None
             }
         }
+    }
+
+    /// A list of IP ranges (`allow_ips`, `trusted_proxies`): every entry is
+    /// checked, each problem reported at its own line as `field[i]`.
+    pub(super) fn ip_ranges(
+        &mut self,
+        list: &Spanned<Vec<Spanned<String>>>,
+        field: &str,
+    ) -> Option<Ranges> {
+        let mut nets = Some(Vec::new());
+        for (i, entry) in list.get_ref().iter().enumerate() {
+            match (allow::parse_range(entry.get_ref()), &mut nets) {
+                (Ok(net), Some(nets)) => nets.push(net),
+                (Ok(_), None) => {}
+                (Err(m), _) => {
+                    self.at(entry, &format!("{field}[{i}]"), m);
+                    nets = None;
+                }
+            }
+        }
+        nets.map(Ranges::new)
     }
 
     /// A file that must be readable (TLS material).

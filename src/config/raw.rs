@@ -47,6 +47,7 @@ pub(super) struct RawServer {
     pub max_response_bytes: Option<Spanned<i64>>,
     pub upstream_keepalive: Option<Spanned<bool>>,
     pub underscores_in_headers: Option<Spanned<String>>,
+    pub trusted_proxies: Option<Spanned<Vec<Spanned<String>>>>,
     pub tls: Option<Spanned<RawTls>>,
 }
 
@@ -92,6 +93,7 @@ pub(super) struct RawSource {
     pub secrets: Option<Spanned<RawSecrets>>,
     pub tolerance: Option<Spanned<String>>,
     pub event_types: Option<Spanned<Vec<Spanned<String>>>>,
+    pub allow_ips: Option<Spanned<Vec<Spanned<String>>>>,
     pub delivery: Option<Spanned<String>>,
     pub on_store_error: Option<Spanned<String>>,
     pub verification: Option<Spanned<String>>,

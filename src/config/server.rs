@@ -10,6 +10,7 @@ use toml::Spanned;
 
 use super::check::{Check, resolve_secret};
 use super::raw::{RawAdmin, RawServer};
+use crate::allow::Ranges;
 use crate::secret::Secret;
 
 #[derive(Debug, Clone)]
@@ -34,6 +35,10 @@ pub struct Server {
     /// misframe their answers: each request then gets a connection of its own).
     pub upstream_keepalive: bool,
     pub underscores_in_headers: Underscores,
+    /// Peers whose `X-Forwarded-For` is believed when a source's
+    /// `allow_ips` is checked ([`crate::allow::client_address`]); empty:
+    /// the TCP peer is the client.
+    pub trusted_proxies: Ranges,
     pub tls: Option<Tls>,
 }
 
@@ -198,6 +203,10 @@ pub(super) fn build_server(c: &mut Check<'_>, raw: Option<&Spanned<RawServer>>) 
         ],
         Some(Unmatched::Reject),
     );
+    let trusted_proxies = match &r.trusted_proxies {
+        None => Some(Ranges::default()),
+        Some(list) => c.ip_ranges(list, "server.trusted_proxies"),
+    };
     let tls = match &r.tls {
         None => Some(None),
         Some(t) => {
@@ -230,6 +239,7 @@ pub(super) fn build_server(c: &mut Check<'_>, raw: Option<&Spanned<RawServer>>) 
         max_response_bytes: max_response_bytes?,
         upstream_keepalive: r.upstream_keepalive.as_ref().is_none_or(|v| *v.get_ref()),
         underscores_in_headers: underscores_in_headers?,
+        trusted_proxies: trusted_proxies?,
         tls: tls?,
     })
 }

@@ -14,6 +14,7 @@ use super::generic::build_generic;
 use super::raw::{self, RawSource};
 use super::store::{KindWord, StoreInfo};
 use super::{keys, secrets};
+use crate::allow::Ranges;
 use crate::scheme::Scheme;
 use crate::secret::Secret;
 
@@ -83,6 +84,9 @@ pub struct Source {
     pub tolerance: Duration,
     /// Event-type patterns; empty = all. `*` at the end matches any suffix.
     pub event_types: Vec<String>,
+    /// The client addresses this source takes requests from; `None`: any.
+    /// Checked right after routing, before the body is read (DESIGN §3).
+    pub allow_ips: Option<Ranges>,
     pub delivery: Delivery,
     pub on_store_error: OnStoreError,
     /// Whether a request that fails verification is refused or, while a
@@ -230,6 +234,7 @@ pub(super) fn build_sources(
                 secret_files: b.secret_files,
                 tolerance: b.tolerance,
                 event_types: b.event_types,
+                allow_ips: b.allow_ips,
                 delivery: b.delivery,
                 on_store_error: b.on_store_error,
                 verification: b.verification,
@@ -356,6 +361,7 @@ struct SourceBody {
     secret_files: Vec<PathBuf>,
     tolerance: Duration,
     event_types: Vec<String>,
+    allow_ips: Option<Ranges>,
     delivery: Delivery,
     on_store_error: OnStoreError,
     verification: Verification,
@@ -543,6 +549,22 @@ fn source_body(
         }
     };
 
+    // Sender addresses.
+    let allow_field = field("allow_ips");
+    let allow_ips = match &r.allow_ips {
+        None => Some(None),
+        Some(list) if list.get_ref().is_empty() => {
+            c.at(
+                list,
+                &allow_field,
+                "is empty, which would refuse every request; leave allow_ips out to take \
+                 requests from any address",
+            );
+            None
+        }
+        Some(list) => c.ip_ranges(list, &allow_field).map(Some),
+    };
+
     // Delivery.
     let delivery_field = field("delivery");
     let delivery = c.word(
@@ -654,6 +676,7 @@ fn source_body(
         secret_files: secrets.files,
         tolerance: tolerance?,
         event_types: event_types?,
+        allow_ips: allow_ips?,
         delivery: delivery?,
         on_store_error: on_store_error?,
         verification: verification?,

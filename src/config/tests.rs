@@ -137,6 +137,7 @@ upstream = "https://app.internal:3443"
 upstream_timeout = "2500ms"
 max_body_bytes = 65536
 unmatched = "forward"
+trusted_proxies = ["10.0.0.0/8", "fd00::/8"]
 
 [server.tls]
 cert = "/tls/cert.pem"
@@ -171,6 +172,7 @@ path = "/webhooks/github"
 scheme = "github"
 secrets = ["gh"]
 delivery = "forward"
+allow_ips = ["192.30.252.0/22", "2a0a:a440::/29", "140.82.115.7"]
 
 [[source]]
 name = "shopify"
@@ -238,6 +240,10 @@ fn omnibus_parses_every_key() {
     assert_eq!(c.server.upstream_timeout, Duration::from_millis(2500));
     assert_eq!(c.server.max_body_bytes, 65536);
     assert_eq!(c.server.unmatched, Unmatched::Forward);
+    let ip = |text: &str| -> std::net::IpAddr { text.parse().expect("ip") };
+    assert!(c.server.trusted_proxies.contains(ip("10.9.8.7")));
+    assert!(c.server.trusted_proxies.contains(ip("fd12::1")));
+    assert!(!c.server.trusted_proxies.contains(ip("192.168.0.1")));
     let tls = c.server.tls.as_ref().expect("tls");
     assert_eq!(tls.cert, PathBuf::from("/tls/cert.pem"));
     assert_eq!(tls.key, PathBuf::from("/tls/key.pem"));
@@ -294,6 +300,19 @@ fn omnibus_parses_every_key() {
     assert!(github.event_types.is_empty());
     assert_eq!(github.ordering, None);
     assert!(github.secret_files.is_empty());
+    let allowed = github.allow_ips.as_ref().expect("allow_ips");
+    for yes in [
+        "192.30.255.254",
+        "2a0a:a447::1",
+        "140.82.115.7",
+        "::ffff:140.82.115.7",
+    ] {
+        assert!(allowed.contains(ip(yes)), "{yes}");
+    }
+    for no in ["192.30.251.1", "140.82.115.8", "2a0a:a448::1"] {
+        assert!(!allowed.contains(ip(no)), "{no}");
+    }
+    assert_eq!(c.sources[0].allow_ips, None);
 
     assert_eq!(c.sources[2].scheme, Scheme::Shopify);
     assert_eq!(c.sources[3].scheme, Scheme::Slack);
@@ -354,6 +373,7 @@ fn defaults() {
     assert_eq!(c.server.upstream_timeout, Duration::from_secs(10));
     assert_eq!(c.server.max_body_bytes, 1_048_576);
     assert_eq!(c.server.unmatched, Unmatched::Reject);
+    assert!(c.server.trusted_proxies.is_empty());
     assert!(c.server.tls.is_none());
     assert_eq!(c.admin.listen, "127.0.0.1:9090".parse().expect("addr"));
     assert_eq!(c.store.kind, StoreKind::Memory);
@@ -363,6 +383,7 @@ fn defaults() {
     let s = &c.sources[0];
     assert_eq!(s.delivery, Delivery::Forward);
     assert!(s.event_types.is_empty());
+    assert_eq!(s.allow_ips, None);
     assert_eq!(s.ordering, None);
 
     let c = config(&BASE.replace("github", "stripe"));
@@ -2755,4 +2776,63 @@ fn source_keys_widen_hosts_only_explicitly() {
         "ca_file",
         "no PEM certificate",
     );
+}
+
+// ---------------------------------------------------------------------------
+// Sender addresses
+
+#[test]
+fn malformed_allow_ips_are_refused_each_at_its_line() {
+    let src = with(
+        "allow_ips = [\n  \"192.30.252.0/22\",\n  \"140.82.112.0/33\", # bad prefix\n  \
+         \"2a0a:a440::/29\",\n  \"github.com\", # a name\n  \"3.18.12.63/23\", # host bits\n]\n",
+    );
+    let ps = problems(&src);
+    has(
+        &ps,
+        &src,
+        "source[gh].allow_ips[1]",
+        "# bad prefix",
+        "\"140.82.112.0/33\" is not an IP address or CIDR",
+    );
+    has(
+        &ps,
+        &src,
+        "source[gh].allow_ips[3]",
+        "# a name",
+        "\"github.com\" is not an IP address or CIDR",
+    );
+    has(
+        &ps,
+        &src,
+        "source[gh].allow_ips[4]",
+        "# host bits",
+        "write the network \"3.18.12.0/23\"",
+    );
+    assert_eq!(ps.len(), 3, "{}", show(&ps));
+
+    let empty = with("allow_ips = [] # none\n");
+    only(
+        &empty,
+        "source[gh].allow_ips",
+        "# none",
+        "would refuse every request",
+    );
+}
+
+#[test]
+fn malformed_trusted_proxies_are_refused() {
+    let src = BASE.replace(
+        "[server]\n",
+        "[server]\ntrusted_proxies = [\"10.0.0.0/8\", \"10.0.0.0/8/8\"] # here\n",
+    );
+    only(
+        &src,
+        "server.trusted_proxies[1]",
+        "# here",
+        "\"10.0.0.0/8/8\" is not an IP address",
+    );
+    // Empty is the same as absent: no proxy is trusted.
+    let c = config(&BASE.replace("[server]\n", "[server]\ntrusted_proxies = []\n"));
+    assert!(c.server.trusted_proxies.is_empty());
 }

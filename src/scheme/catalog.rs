@@ -14,7 +14,8 @@ use http::HeaderName;
 
 use super::provider::{Delivery, Provider, Signing};
 use super::{
-    Algorithm, Encoding, Error, Generic, Labels, Locator, SecretEncoding, TimestampFormat, Verified,
+    Algorithm, Encoding, Error, Generic, Handshake, Labels, Locator, SecretEncoding,
+    TimestampFormat, Verified,
 };
 use crate::keyfetch::KeyPolicy;
 use crate::secret::Secret;
@@ -24,69 +25,6 @@ use crate::secret::Secret;
 pub enum Loc {
     Header(&'static str),
     Pointer(&'static str),
-}
-
-/// An endpoint check a provider makes, answered by hookgate itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Handshake {
-    /// Slack: a signed `{"type":"url_verification","challenge":…}` POST,
-    /// answered `{"challenge":…}`.
-    SlackUrlVerification,
-    /// Zoom: a signed `endpoint.url_validation` POST, answered with
-    /// `plainToken` and its HMAC-SHA256 (hex) under the matching secret.
-    ZoomUrlValidation,
-    /// Twitch EventSub: a signed POST with message type
-    /// `webhook_callback_verification`, answered with `/challenge` as text.
-    TwitchChallenge,
-    /// Discord: a signed PING (`"type":1`), answered `{"type":1}`.
-    DiscordPing,
-    /// Dropbox, Nylas: `GET ?challenge=…`, echoed as text.
-    EchoChallenge,
-    /// Okta event hooks: `GET` with `X-Okta-Verification-Challenge`,
-    /// answered `{"verification":…}`.
-    OktaVerification,
-    /// X (Twitter): `GET ?crc_token=…`, answered with
-    /// `sha256=` + base64 HMAC-SHA256 of the token under the first secret.
-    TwitterCrc,
-    /// Trello: a `HEAD` when the webhook is created, answered 200.
-    TrelloHead,
-    /// Meta: `GET ?hub.mode=subscribe&hub.verify_token=…&hub.challenge=…`,
-    /// answered with the challenge when the token is the source's
-    /// `verify_token`.
-    MetaVerifyToken,
-    /// Asana: an unsigned POST with `X-Hook-Secret`, answered 200 with the
-    /// same header.
-    AsanaHookSecret,
-    /// Microsoft Graph: `POST ?validationToken=…`, answered with the token
-    /// as text.
-    GraphValidationToken,
-}
-
-impl Handshake {
-    /// A short description for the docs table.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Handshake::SlackUrlVerification => "signed `url_verification` POST → `{\"challenge\"}`",
-            Handshake::ZoomUrlValidation => {
-                "signed `endpoint.url_validation` POST → `plainToken` + `encryptedToken`"
-            }
-            Handshake::TwitchChallenge => {
-                "signed `webhook_callback_verification` POST → challenge text"
-            }
-            Handshake::DiscordPing => "signed PING (`type` 1) → `{\"type\":1}`",
-            Handshake::EchoChallenge => "`GET ?challenge=` → challenge text",
-            Handshake::OktaVerification => {
-                "`GET` with `X-Okta-Verification-Challenge` → `{\"verification\"}`"
-            }
-            Handshake::TwitterCrc => "`GET ?crc_token=` → `{\"response_token\"}`",
-            Handshake::TrelloHead => "`HEAD` → 200",
-            Handshake::MetaVerifyToken => {
-                "`GET ?hub.mode=subscribe&hub.verify_token=…&hub.challenge=…` → challenge text, when the token is the source's `verify_token`"
-            }
-            Handshake::AsanaHookSecret => "unsigned POST with `X-Hook-Secret` → 200, header echoed",
-            Handshake::GraphValidationToken => "`POST ?validationToken=` → token text",
-        }
-    }
 }
 
 /// Where a provider's known-answer test comes from.
@@ -613,6 +551,7 @@ pub static PRESETS: &[Preset] = &[
         event_id: Some(P("/id")),
         event_type: Some(P("/type")),
         sends: &[("x-gcs-keyid", SIGN_KEY_ID)],
+        handshake: Some(Handshake::WorldlineEndpointVerification),
         vector: Vector::Sdk(
             "Ingenico-ePayments/connect-sdk-php tests/Ingenico/Connect/Sdk/Webhooks/WebhooksHelperTest.php (testUnmarshalBytesSuccess)",
         ),

@@ -42,7 +42,7 @@ use sha2::{Digest as _, Sha256};
 use super::hmac;
 use super::json::{self, Field, json_fields};
 use super::provider::{Delivery, Provider, Signing};
-use super::{Algorithm, Encoding, Error, Generic, Locator, SecretEncoding, Verified, resign};
+use super::{Algorithm, Encoding, Error, Generic, Locator, SecretEncoding, Verified};
 use crate::secret::Secret;
 
 /// Longest signature header value considered; longer ones are malformed
@@ -672,8 +672,34 @@ impl Provider for Generic {
     }
 
     fn resign_names(&self) -> Result<Vec<String>, &'static str> {
-        resign::generic_names(self)
+        resign_names(self)
     }
+}
+
+/// The headers a generic sender's signature and signed time travel in, or
+/// why they cannot be made afresh.
+fn resign_names(g: &Generic) -> Result<Vec<String>, &'static str> {
+    if g.algorithm == Algorithm::Token {
+        return Err("a token scheme sends the secret itself, nothing to sign");
+    }
+    if pieces(&g.signed_payload)
+        .iter()
+        .any(|p| matches!(p, Piece::Header(_)))
+    {
+        return Err("its signed bytes name other headers of the request");
+    }
+    let mut names = vec![g.signature_header.as_str().to_owned()];
+    names.extend(
+        g.alternate_signature_headers
+            .iter()
+            .map(|h| h.as_str().to_owned()),
+    );
+    if let Some(ts) = &g.timestamp_header {
+        names.push(ts.as_str().to_owned());
+    }
+    // An id in a header is kept: the fresh signature covers the same id; a
+    // time inside the signature header goes with it.
+    Ok(names)
 }
 
 #[cfg(test)]

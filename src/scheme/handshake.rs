@@ -16,12 +16,80 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use super::catalog::Handshake;
 use super::json::{Field, json_fields};
 use super::{Algorithm, Error, Reply, Secret, Verified, hmac};
 
 /// Longest challenge echoed back.
 const MAX_CHALLENGE: usize = 512;
+
+/// An endpoint check a provider makes, answered by hookgate itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handshake {
+    /// Slack: a signed `{"type":"url_verification","challenge":…}` POST,
+    /// answered `{"challenge":…}`.
+    SlackUrlVerification,
+    /// Zoom: a signed `endpoint.url_validation` POST, answered with
+    /// `plainToken` and its HMAC-SHA256 (hex) under the matching secret.
+    ZoomUrlValidation,
+    /// Twitch EventSub: a signed POST with message type
+    /// `webhook_callback_verification`, answered with `/challenge` as text.
+    TwitchChallenge,
+    /// Discord: a signed PING (`"type":1`), answered `{"type":1}`.
+    DiscordPing,
+    /// Dropbox, Nylas: `GET ?challenge=…`, echoed as text.
+    EchoChallenge,
+    /// Okta event hooks: `GET` with `X-Okta-Verification-Challenge`,
+    /// answered `{"verification":…}`.
+    OktaVerification,
+    /// X (Twitter): `GET ?crc_token=…`, answered with
+    /// `sha256=` + base64 HMAC-SHA256 of the token under the first secret.
+    TwitterCrc,
+    /// Trello: a `HEAD` when the webhook is created, answered 200.
+    TrelloHead,
+    /// Meta: `GET ?hub.mode=subscribe&hub.verify_token=…&hub.challenge=…`,
+    /// answered with the challenge when the token is the source's
+    /// `verify_token`.
+    MetaVerifyToken,
+    /// Asana: an unsigned POST with `X-Hook-Secret`, answered 200 with the
+    /// same header.
+    AsanaHookSecret,
+    /// Microsoft Graph: `POST ?validationToken=…`, answered with the token
+    /// as text.
+    GraphValidationToken,
+    /// Worldline (GCS): `GET` with `X-GCS-Webhooks-Endpoint-Verification`,
+    /// answered 200 with the header's value as text.
+    WorldlineEndpointVerification,
+}
+
+impl Handshake {
+    /// A short description for the docs table.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Handshake::SlackUrlVerification => "signed `url_verification` POST → `{\"challenge\"}`",
+            Handshake::ZoomUrlValidation => {
+                "signed `endpoint.url_validation` POST → `plainToken` + `encryptedToken`"
+            }
+            Handshake::TwitchChallenge => {
+                "signed `webhook_callback_verification` POST → challenge text"
+            }
+            Handshake::DiscordPing => "signed PING (`type` 1) → `{\"type\":1}`",
+            Handshake::EchoChallenge => "`GET ?challenge=` → challenge text",
+            Handshake::OktaVerification => {
+                "`GET` with `X-Okta-Verification-Challenge` → `{\"verification\"}`"
+            }
+            Handshake::TwitterCrc => "`GET ?crc_token=` → `{\"response_token\"}`",
+            Handshake::TrelloHead => "`HEAD` → 200",
+            Handshake::MetaVerifyToken => {
+                "`GET ?hub.mode=subscribe&hub.verify_token=…&hub.challenge=…` → challenge text, when the token is the source's `verify_token`"
+            }
+            Handshake::AsanaHookSecret => "unsigned POST with `X-Hook-Secret` → 200, header echoed",
+            Handshake::GraphValidationToken => "`POST ?validationToken=` → token text",
+            Handshake::WorldlineEndpointVerification => {
+                "`GET` with `X-GCS-Webhooks-Endpoint-Verification` → its value as text"
+            }
+        }
+    }
+}
 
 fn printable(value: &str) -> Option<&str> {
     let ok =
@@ -182,6 +250,16 @@ pub(super) fn before(
                     .ok_or(Error::MalformedSignature("validationToken")),
             )
         }
+        // Worldline: a new endpoint is checked with a `GET` carrying
+        // `X-GCS-Webhooks-Endpoint-Verification`; the answer is 200 with the
+        // header's value as a text body.
+        Handshake::WorldlineEndpointVerification if method == Method::GET => {
+            let value = headers
+                .get("x-gcs-webhooks-endpoint-verification")?
+                .to_str()
+                .ok()?;
+            Some(Ok(text(printable(value)?)))
+        }
         _ => None,
     }
 }
@@ -235,7 +313,8 @@ pub(super) fn after(
         | Handshake::TrelloHead
         | Handshake::MetaVerifyToken
         | Handshake::AsanaHookSecret
-        | Handshake::GraphValidationToken => None,
+        | Handshake::GraphValidationToken
+        | Handshake::WorldlineEndpointVerification => None,
     }
 }
 
@@ -358,6 +437,40 @@ mod tests {
             answered(got),
             Some(br#"{"verification":"c0ffee"}"#.to_vec())
         );
+
+        // Worldline: the header's value comes back as the text body; a GET
+        // without it, or a POST with it, is not this check.
+        let mut worldline = HeaderMap::new();
+        worldline.insert(
+            "x-gcs-webhooks-endpoint-verification",
+            "d2b5c1a0-7e3f".parse().expect("v"),
+        );
+        let got = before(
+            Handshake::WorldlineEndpointVerification,
+            &keys,
+            None,
+            &Method::GET,
+            &bare,
+            &worldline,
+        )
+        .expect("the check is answered")
+        .expect("and accepted");
+        assert_eq!(got.body, b"d2b5c1a0-7e3f".to_vec());
+        assert_eq!(got.content_type, "text/plain; charset=utf-8");
+        for (method, headers) in [(Method::GET, &h), (Method::POST, &worldline)] {
+            assert_eq!(
+                before(
+                    Handshake::WorldlineEndpointVerification,
+                    &keys,
+                    None,
+                    &method,
+                    &bare,
+                    headers
+                ),
+                None,
+                "{method}"
+            );
+        }
 
         // python3 -c "import hmac,hashlib,base64;print(base64.b64encode(hmac.new(b'consumer-secret',b'token123',hashlib.sha256).digest()).decode())"
         let crc: Uri = "/hook?crc_token=token123".parse().expect("test uri");

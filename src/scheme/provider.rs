@@ -18,7 +18,6 @@
 use std::any::Any;
 use std::fmt::{self, Debug};
 use std::future::Future;
-use std::ops::Deref;
 use std::pin::Pin;
 use std::time::Duration;
 
@@ -301,35 +300,5 @@ impl Eq for Coded {}
 impl Debug for Coded {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.fmt(f)
-    }
-}
-
-/// The provider behind a [`Scheme`](super::Scheme), borrowed from it: a
-/// provider the scheme holds, or a catalog preset, which pairs a static
-/// [`Preset`](super::Preset) with the source's own [`Generic`](super::Generic)
-/// and so is put together on the stack (two references, no allocation).
-pub(super) enum ProviderRef<'a> {
-    Held(&'a dyn Provider),
-    Preset(super::catalog::PresetScheme<'a>),
-}
-
-impl<'a> ProviderRef<'a> {
-    /// [`Provider::key_policy`], borrowed for as long as the scheme is.
-    pub(super) fn key_policy(self) -> Option<&'a KeyPolicy> {
-        match self {
-            ProviderRef::Held(provider) => provider.key_policy(),
-            ProviderRef::Preset(preset) => preset.generic.key_policy(),
-        }
-    }
-}
-
-impl<'a> Deref for ProviderRef<'a> {
-    type Target = dyn Provider + 'a;
-
-    fn deref(&self) -> &Self::Target {
-        match self {
-            ProviderRef::Held(provider) => *provider,
-            ProviderRef::Preset(preset) => preset,
-        }
     }
 }

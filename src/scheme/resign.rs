@@ -14,7 +14,7 @@
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 
-use super::{Algorithm, Generic, Scheme, generic};
+use super::Scheme;
 use crate::secret::Secret;
 
 /// Names that carry one value under two spellings; the second is the alias.
@@ -23,33 +23,6 @@ const ALIASES: [(&str, &str); 3] = [
     ("webhook-timestamp", "svix-timestamp"),
     ("x-shopify-hmac-sha256", "shopify-hmac-sha256"),
 ];
-
-/// The headers a generic sender's signature and signed time travel in, or
-/// why they cannot be made afresh.
-pub(super) fn generic_names(g: &Generic) -> Result<Vec<String>, &'static str> {
-    if g.algorithm == Algorithm::Token {
-        return Err("a token scheme sends the secret itself, nothing to sign");
-    }
-    let pieces = generic::pieces(&g.signed_payload);
-    if pieces
-        .iter()
-        .any(|p| matches!(p, generic::Piece::Header(_)))
-    {
-        return Err("its signed bytes name other headers of the request");
-    }
-    let mut names = vec![g.signature_header.as_str().to_owned()];
-    names.extend(
-        g.alternate_signature_headers
-            .iter()
-            .map(|h| h.as_str().to_owned()),
-    );
-    if let Some(ts) = &g.timestamp_header {
-        names.push(ts.as_str().to_owned());
-    }
-    // An id in a header is kept: the fresh signature covers the same id; a
-    // time inside the signature header goes with it.
-    Ok(names)
-}
 
 impl Scheme {
     /// The request headers that carry this scheme's signature and signed

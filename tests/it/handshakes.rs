@@ -288,3 +288,60 @@ async fn graph_validation_is_echoed_and_client_state_checked() {
         .assert_duplicate(&seen[0].header("x-verified-event-id"));
     assert_eq!(upstream.requests().len(), 1);
 }
+
+#[tokio::test]
+async fn worldline_endpoint_verification_is_echoed_not_forwarded() {
+    let upstream = Upstream::start().await;
+    let worldline = SourceSpec::provider("worldline", "worldline-secret");
+    let gate = ConfigBuilder::new(&upstream.url())
+        .source(worldline.clone())
+        .start()
+        .await;
+
+    let value = "5c2f7d1e-0b9a-4c4b-8e35-1f6a2d9c0e77";
+    let resp = gate
+        .request(
+            Method::GET,
+            &worldline.path,
+            &headers(&[("X-GCS-Webhooks-Endpoint-Verification", value)]),
+            Bytes::new(),
+        )
+        .await;
+    assert_eq!(resp.status, 200);
+    assert_eq!(resp.body.as_ref(), value.as_bytes());
+    assert_eq!(
+        resp.header("content-type").as_deref(),
+        Some("text/plain; charset=utf-8")
+    );
+
+    // A GET without the header is no check; a POST with it is an ordinary,
+    // unsigned delivery. Neither reaches the app.
+    gate.request(Method::GET, &worldline.path, &[], Bytes::new())
+        .await
+        .assert_error(405, "method_not_allowed");
+    gate.post(
+        &worldline.path,
+        &headers(&[("X-GCS-Webhooks-Endpoint-Verification", value)]),
+        br#"{"id":"e1","type":"payment.paid"}"#.to_vec(),
+    )
+    .await
+    .assert_error(400, "missing_signature");
+    assert_eq!(upstream.count(), 0);
+
+    let metrics = Metrics::parse(&gate.admin_get("/metrics").await.text());
+    assert_eq!(
+        metrics.get(
+            "hookgate_requests_total",
+            &[("source", "worldline"), ("outcome", "handshake")]
+        ),
+        Some(1.0)
+    );
+
+    // Signed events are verified and forwarded as before.
+    let body = br#"{"apiVersion":"v1","id":"8ee793f6","type":"payment.paid"}"#;
+    let signed = sign_raw(&worldline.scheme, "worldline-secret", body, None, now());
+    gate.post(&worldline.path, &signed, body.to_vec())
+        .await
+        .assert_app_ok();
+    assert_eq!(upstream.wait_for(1).await.len(), 1);
+}

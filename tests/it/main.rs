@@ -7,6 +7,8 @@
 //! - `forwarding`: what the app receives, byte for byte.
 //! - `schemes`: every built-in scheme (and a generic one) end to end.
 //! - `handshakes`: provider endpoint checks answered by hookgate.
+//! - `allow_ips`: sender address allowlists and `trusted_proxies`, from
+//!   clients bound to other loopback addresses, with forged `X-Forwarded-For`.
 //! - `concurrency`: many copies of one event, several replicas (on one Redis,
 //!   or on one SQLite file).
 //! - `redis_store`: Redis going away and coming back, the key layout, cluster.
@@ -48,6 +50,7 @@
 mod support;
 
 mod admin;
+mod allow_ips;
 mod attacks;
 mod cli;
 mod cluster;

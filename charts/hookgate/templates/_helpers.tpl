@@ -222,6 +222,9 @@ upstream = {{ printf "http://127.0.0.1:%d" (int .Values.app.port) | toJson }}
 upstream_timeout = {{ .Values.hookgate.server.upstreamTimeout | toString | toJson }}
 max_body_bytes = {{ int64 .Values.hookgate.server.maxBodyBytes }}
 unmatched = {{ .Values.hookgate.server.unmatched | toJson }}
+{{- with .Values.hookgate.server.trustedProxies }}
+trusted_proxies = {{ include "hookgate.tomlValue" . }}
+{{- end }}
 
 [admin]
 listen = {{ printf "0.0.0.0:%d" (int .Values.hookgate.adminPort) | toJson }}

@@ -539,9 +539,10 @@ Standard Webhooks senders (`liveblocks`, `dodopayments`, `yoco`, `stytch`) take 
 - **EasyPost** normalizes its webhook secret to Unicode NFKD before signing; a secret with accented \
 letters must be written in that decomposed form (ASCII secrets are unaffected). Its newer \
 `X-Hmac-Signature-V2` (timestamp and path signed) is not read; `easypost` checks `X-Hmac-Signature`.\n\
-- **Worldline** Connect checks a new endpoint with a `GET` that expects the \
-`X-GCS-Webhooks-Endpoint-Verification` header echoed; hookgate does not answer it yet. \
-`X-GCS-KeyId` is not read: every configured secret is tried.\n\
+- **Worldline** Connect checks a new endpoint with a `GET` carrying \
+`X-GCS-Webhooks-Endpoint-Verification`; hookgate answers it (200, the header's value as a \
+`text/plain` body) without involving the app. `X-GCS-KeyId` is not read: every configured \
+secret is tried.\n\
 - **Metronome** moved its signed date from `Date` to `X-Metronome-Date` (`@metronome/sdk` \
 3.5.0); both are accepted. A request with both, holding different values, is refused \
 (`malformed_signature`): if a proxy between Metronome and hookgate rewrites `Date`, strip it \
