@@ -92,6 +92,9 @@ const BEHIND_GRACE: Duration = Duration::from_secs(3);
 const ADMIN_MAX_CONNECTIONS: usize = 128;
 /// How often `hookgate_queue_depth` and `hookgate_dlq_depth` are read from Redis.
 pub const DEPTH_REFRESH: Duration = Duration::from_secs(5);
+/// How often the memory store's fill is read into `hookgate_store_entries`:
+/// a length under its lock, nothing next to the requests that take it.
+const FILL_REFRESH: Duration = Duration::from_secs(1);
 
 /// The two already-bound listeners `run` serves.
 pub struct Listeners {
@@ -155,6 +158,7 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
         DEPTH_REFRESH,
         shutdown.clone(),
     ));
+    let store_gauges = tokio::spawn(watch_store(Arc::clone(&state), shutdown.clone()));
 
     let public = {
         let state = Arc::clone(&state);
@@ -216,9 +220,38 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
     }
     let _ = workers.await;
     let _ = depths.await;
+    let _ = store_gauges.await;
     admin_shutdown.cancel();
     let _ = admin.await;
     tracing::info!("stopped");
+}
+
+/// Keeps the store gauges of DESIGN §7 current until `shutdown`: for Redis,
+/// the servers' eviction policy and count every [`DEPTH_REFRESH`], with a
+/// warning in the log whenever they may evict (see
+/// [`store::redis::eviction`]); for the memory store, its fill every
+/// [`FILL_REFRESH`]; nothing for SQLite.
+async fn watch_store(state: Arc<State>, shutdown: CancellationToken) {
+    match &state.store {
+        store::Store::Redis(redis) => {
+            let report = |seen: &store::redis::eviction::Eviction| {
+                state
+                    .metrics
+                    .store_eviction(seen.evicting(), seen.evicted_keys);
+            };
+            store::redis::eviction::watch(redis.clone(), DEPTH_REFRESH, shutdown, report).await;
+        }
+        store::Store::Memory(memory) => loop {
+            state.metrics.store_fill(memory.len(), memory.capacity());
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(FILL_REFRESH) => {}
+            }
+        },
+        // The file neither evicts nor has an entry cap (a full disk is a
+        // store error, counted as one).
+        store::Store::Sqlite(_) => {}
+    }
 }
 
 /// Opens the store `[store]` asks for. Redis connects lazily: hookgate starts

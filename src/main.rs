@@ -188,6 +188,7 @@ fn check(path: &Path) -> ExitCode {
             {
                 return ExitCode::FAILURE;
             }
+            warn_eviction(path, &config);
             println!(
                 "{}: OK ({} source{}, {} store)",
                 path.display(),
@@ -207,6 +208,61 @@ fn check(path: &Path) -> ExitCode {
             eprintln!("{}", e.display_in(path));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// How long `check` waits for the Redis store to answer `INFO`.
+const CHECK_STORE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Warns on stderr when the Redis store may evict keys, or when it cannot be
+/// asked; never refuses the config (the store may be down while a config is
+/// checked, and an evicting store is the operator's call).
+fn warn_eviction(path: &Path, config: &Config) {
+    use hookgate::config::StoreKind;
+    // Only Redis evicts; opening any other store here would create its file.
+    if !matches!(
+        config.store.kind,
+        StoreKind::Redis { .. } | StoreKind::RedisCluster { .. } | StoreKind::RedisSentinel(_)
+    ) {
+        return;
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("hookgate: cannot start the async runtime: {e}");
+            return;
+        }
+    };
+    let read = runtime.block_on(async {
+        let store = hookgate::open_store(config)?;
+        let Some(redis) = store.as_redis() else {
+            return Ok(None);
+        };
+        match tokio::time::timeout(
+            CHECK_STORE_TIMEOUT,
+            hookgate::store::redis::eviction::read(redis),
+        )
+        .await
+        {
+            Ok(read) => read.map(Some),
+            Err(_) => Err(hookgate::store::Error::Unavailable(format!(
+                "no answer within {}s",
+                CHECK_STORE_TIMEOUT.as_secs()
+            ))),
+        }
+    });
+    match read {
+        Ok(Some(seen)) if seen.evicting() => {
+            eprintln!("{}: store: warning: {}", path.display(), seen.warning());
+        }
+        Ok(_) => {}
+        Err(e) => eprintln!(
+            "{}: store: warning: could not reach the store to read its eviction policy ({e})",
+            path.display()
+        ),
     }
 }
 

@@ -5,7 +5,7 @@
 
 use std::sync::{PoisonError, RwLock};
 
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::{EncodeLabelSet, LabelSetEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -56,6 +56,21 @@ pub struct OperationLabel {
 pub struct ReloadResult {
     pub result: &'static str,
 }
+
+/// No labels at all: a family over it is one series that shows no sample
+/// until it is first set. The store gauges use it, since each belongs to one
+/// engine and a `0` from the other would be a false reading.
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+pub struct Unlabelled;
+
+impl EncodeLabelSet for Unlabelled {
+    fn encode(&self, _: &mut LabelSetEncoder) -> Result<(), std::fmt::Error> {
+        Ok(())
+    }
+}
+
+/// A gauge that is absent until set (see [`Unlabelled`]).
+pub type LateGauge = Family<Unlabelled, Gauge>;
 
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 
@@ -110,6 +125,15 @@ pub struct Metrics {
     pub connections_open: Family<ListenerLabel, Gauge>,
     /// Connections answered `503` and closed at `max_connections`.
     pub connections_rejected: Family<ListenerLabel, Counter>,
+    /// Redis: 1 when the server's `maxmemory-policy` may evict keys (all
+    /// but `noeviction`), else 0; absent until read, and on the memory store.
+    pub store_evicting: LateGauge,
+    /// Redis: the server's `evicted_keys` (summed over a cluster's masters).
+    pub store_evicted_keys: LateGauge,
+    /// Memory store: ids held now, expired ones not yet purged included.
+    pub store_entries: LateGauge,
+    /// Memory store: `memory_max_entries`.
+    pub store_capacity: LateGauge,
     /// Handles of the per-request metrics already looked up, so a request
     /// neither builds a label set (a `String` each) nor hashes one.
     handles: RwLock<Vec<SourceHandles>>,
@@ -254,6 +278,30 @@ impl Metrics {
             "Connections refused with 503 because the listener was at its connection limit",
             connections_rejected.clone(),
         );
+        let store_evicting = LateGauge::default();
+        registry.register(
+            "hookgate_store_evicting",
+            "1 when the Redis store's maxmemory-policy may evict keys (anything but noeviction), else 0",
+            store_evicting.clone(),
+        );
+        let store_evicted_keys = LateGauge::default();
+        registry.register(
+            "hookgate_store_evicted_keys",
+            "Keys the Redis store's servers evicted (INFO stats evicted_keys, summed over a cluster's masters)",
+            store_evicted_keys.clone(),
+        );
+        let store_entries = LateGauge::default();
+        registry.register(
+            "hookgate_store_entries",
+            "Entries the memory store holds (nonces and versions)",
+            store_entries.clone(),
+        );
+        let store_capacity = LateGauge::default();
+        registry.register(
+            "hookgate_store_capacity",
+            "Entries the memory store can hold (memory_max_entries); claims fail beyond it",
+            store_capacity.clone(),
+        );
         Metrics {
             registry,
             requests,
@@ -272,6 +320,10 @@ impl Metrics {
             store_batch,
             connections_open,
             connections_rejected,
+            store_evicting,
+            store_evicted_keys,
+            store_entries,
+            store_capacity,
             handles: RwLock::new(Vec::new()),
         }
     }
@@ -431,6 +483,27 @@ impl Metrics {
             .inc();
     }
 
+    /// What the Redis store's servers said about eviction.
+    pub fn store_eviction(&self, evicting: bool, evicted_keys: i64) {
+        self.store_evicting
+            .get_or_create(&Unlabelled)
+            .set(i64::from(evicting));
+        self.store_evicted_keys
+            .get_or_create(&Unlabelled)
+            .set(evicted_keys);
+    }
+
+    /// How full the memory store is.
+    pub fn store_fill(&self, entries: usize, capacity: usize) {
+        let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        self.store_entries
+            .get_or_create(&Unlabelled)
+            .set(count(entries));
+        self.store_capacity
+            .get_or_create(&Unlabelled)
+            .set(count(capacity));
+    }
+
     /// The Prometheus text exposition.
     pub fn encode(&self) -> String {
         let mut out = String::new();
@@ -476,6 +549,38 @@ mod tests {
         ] {
             assert!(text.contains(needle), "missing {needle} in\n{text}");
         }
+    }
+
+    #[test]
+    fn store_gauges_appear_once_set_without_labels() {
+        let m = Metrics::new();
+        let before = m.encode();
+        for name in [
+            "hookgate_store_evicting",
+            "hookgate_store_evicted_keys",
+            "hookgate_store_entries",
+            "hookgate_store_capacity",
+        ] {
+            assert!(
+                !before.lines().any(|l| l.starts_with(name)),
+                "{name} has a sample before it was set:\n{before}"
+            );
+        }
+        m.store_eviction(true, 42);
+        m.store_fill(7, 100);
+        let text = m.encode();
+        for needle in [
+            "\nhookgate_store_evicting 1\n",
+            "\nhookgate_store_evicted_keys 42\n",
+            "\nhookgate_store_entries 7\n",
+            "\nhookgate_store_capacity 100\n",
+            "# TYPE hookgate_store_evicting gauge",
+        ] {
+            assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+        }
+        m.store_eviction(false, 43);
+        let text = m.encode();
+        assert!(text.contains("\nhookgate_store_evicting 0\n"), "{text}");
     }
 
     #[test]

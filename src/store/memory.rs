@@ -200,6 +200,11 @@ impl MemoryStore {
         self.lock().entries.len()
     }
 
+    /// The most entries it holds (`memory_max_entries`): claims fail beyond it.
+    pub fn capacity(&self) -> usize {
+        self.shared.max_entries
+    }
+
     /// True when no entry is held.
     pub fn is_empty(&self) -> bool {
         self.len() == 0

@@ -39,6 +39,7 @@
 //! appears in an error, a log line or `Debug` output: error messages are
 //! scrubbed of the URLs and the credentials.
 
+pub mod eviction;
 mod lanes;
 pub mod queue;
 mod scrub;
