@@ -11,6 +11,8 @@
 //!   clients bound to other loopback addresses, with forged `X-Forwarded-For`.
 //! - `concurrency`: many copies of one event, several replicas (on one Redis,
 //!   or on one SQLite file).
+//! - `eviction`: a Redis that may evict keys (log, `check`, gauges; single
+//!   node and cluster) and the memory store's fill.
 //! - `redis_store`: Redis going away and coming back, the key layout, cluster.
 //! - `store`: the store backends against a real Redis, and the memory and
 //!   SQLite stores held to the same suite; a SQLite file opened again.
@@ -57,6 +59,7 @@ mod cluster;
 mod concurrency;
 mod delivery_kit;
 mod dlq;
+mod eviction;
 mod faults;
 mod forwarding;
 mod handshakes;
