@@ -1,13 +1,14 @@
 //! Whether the Redis behind the store may evict hookgate's keys.
 //!
-//! Every key hookgate writes has a TTL, so every `maxmemory-policy` but
-//! `noeviction` lets Redis drop them under memory pressure: the `allkeys-*`
-//! policies and the `volatile-*` ones alike (several managed services default
-//! to `volatile-lru`). A nonce dropped early lets a sender's retry through to
-//! the app a second time; a queue entry dropped is an event answered `200
-//! queued` and never delivered. With `noeviction` a full Redis refuses writes
-//! instead, which hookgate reports as `503 store_unavailable` and the sender
-//! retries.
+//! Every `maxmemory-policy` but `noeviction` lets Redis drop hookgate's keys
+//! under memory pressure. Every nonce (and every version of the gate) has a
+//! TTL, so the `volatile-*` policies drop them as readily as the `allkeys-*`
+//! ones (several managed services default to `volatile-lru`): a nonce dropped
+//! early lets a sender's retry through to the app a second time. The
+//! `allkeys-*` policies may also drop the queue streams and the dead letters,
+//! which have no TTL: events answered `200 queued` and never delivered. With
+//! `noeviction` a full Redis refuses writes instead, which hookgate reports as
+//! `503 store_unavailable` and the sender retries.
 //!
 //! The policy and the eviction count come from `INFO memory`
 //! (`maxmemory_policy`) and `INFO stats` (`evicted_keys`): managed services
@@ -58,11 +59,17 @@ impl Eviction {
 
     /// The warning for an evicting store, with what to do about it.
     pub fn warning(&self) -> String {
+        let any_key = self.policies.iter().any(|p| p.starts_with("allkeys-"));
         format!(
             "the Redis store may evict hookgate's keys (maxmemory-policy {}): under memory \
-             pressure it forgets nonces, so a retry is forwarded to the app again, and queued \
-             events can vanish; set maxmemory-policy noeviction",
-            self.policy()
+             pressure it forgets nonces, so a sender's retry reaches the app again{}; set \
+             maxmemory-policy noeviction",
+            self.policy(),
+            if any_key {
+                ", and queued events and dead letters can vanish"
+            } else {
+                ""
+            }
         )
     }
 }
@@ -229,8 +236,14 @@ mod tests {
             assert!(of(&[policy]).evicting(), "{policy}");
             assert!(of(&[policy]).warning().contains(policy));
         }
+        assert!(!of(&["volatile-lru"]).warning().contains("queued"));
         let mixed = of(&["noeviction", "allkeys-lru"]);
         assert!(mixed.evicting());
+        assert!(
+            mixed
+                .warning()
+                .contains("queued events and dead letters can vanish")
+        );
         assert_eq!(mixed.policy(), "allkeys-lru, noeviction");
         assert!(mixed.warning().contains("set maxmemory-policy noeviction"));
     }
