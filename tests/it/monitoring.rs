@@ -6,7 +6,8 @@
 //! events and dead letters, a Redis outage, a refused reload). A second
 //! hookgate with the same sources on the SQLite store (a temporary file),
 //! scraped by the same Prometheus, serves concurrent requests last: the
-//! SQLite group-commit panels and alert need its commits.
+//! SQLite group-commit panels and alert need its commits. A third, on the
+//! memory store, has the gauges only that store has.
 //!
 //! Every panel's queries and every variable's `label_values`, and every
 //! alert's `series` and guard `series`, must return at least one series with
@@ -403,8 +404,24 @@ async fn every_dashboard_panel_and_alert_expression_returns_data_from_a_real_pro
     let mut sqlite_gate =
         Hookgate::start(&load.sqlite_config(&upstream, &store_dir.path().join("hookgate.db")))
             .await;
-    let prometheus = Prometheus::start(&[gate.admin_addr(), sqlite_gate.admin_addr()]).await;
+    // A third on the memory store, for the gauges only that store has
+    // (hookgate_store_entries, hookgate_store_capacity).
+    let memory_gate = ConfigBuilder::new(&upstream.url())
+        .source(load.stripe.clone())
+        .start()
+        .await;
+    let prometheus = Prometheus::start(&[
+        gate.admin_addr(),
+        sqlite_gate.admin_addr(),
+        memory_gate.admin_addr(),
+    ])
+    .await;
     prometheus.wait_targets_up().await;
+    let held = load.event(&load.stripe.clone());
+    memory_gate
+        .send_with(&load.stripe, &held, 0, now())
+        .await
+        .assert_app_ok();
     let started = unix_now();
     let mut phases: Vec<(&str, f64, f64)> = Vec::new();
 
@@ -673,6 +690,22 @@ async fn every_dashboard_panel_and_alert_expression_returns_data_from_a_real_pro
     assert!(
         writes.len() == 1 && writes[0] > 1.0,
         "{per_commit}: concurrent writes share commits on the SQLite hookgate: {writes:?}"
+    );
+    let fill = prometheus
+        .query(&first(panel("Memory store fill")))
+        .await
+        .expect("query");
+    assert!(
+        fill.iter().any(|s| sample_value(s).unwrap_or(0.0) > 0.0),
+        "the memory store's held id shows: {fill:?}"
+    );
+    let evicting = prometheus
+        .query(&first(panel("Redis eviction")))
+        .await
+        .expect("query");
+    assert!(
+        evicting.iter().any(|s| sample_value(s) == Some(0.0)),
+        "a noeviction Redis shows 0: {evicting:?}"
     );
 
     if let Some(path) = dump {
