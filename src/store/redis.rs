@@ -33,6 +33,12 @@
 //! `hookgate_replication_timeouts_total{operation}`: the caller treats it as a
 //! failed write, although the primary has it (and may still replicate it).
 //!
+//! # Eviction
+//!
+//! Redis keeps hookgate's promises only while it never evicts keys
+//! (`maxmemory-policy noeviction`); [`eviction`] reads the servers' policy
+//! and eviction count for the log, `check` and the gauges.
+//!
 //! # Secrets
 //!
 //! A Redis URL can carry a password, and so can `[store] password`. Neither

@@ -1,9 +1,9 @@
 //! Stores that forget or fill: a Redis whose `maxmemory-policy` may evict
 //! hookgate's keys is warned about (log and `check`) and shown in
 //! `hookgate_store_evicting` and `hookgate_store_evicted_keys`, at start, after
-//! a `CONFIG SET`, after a restart and on every master of a cluster; the
-//! memory store shows its fill in `hookgate_store_entries` against
-//! `hookgate_store_capacity`.
+//! a `CONFIG SET`, after a restart, on every master of a cluster and on the
+//! primary Sentinel names; the memory store shows its fill in
+//! `hookgate_store_entries` against `hookgate_store_capacity`.
 //!
 //! hookgate reads the policy every 5 s (`DEPTH_REFRESH`), well inside the
 //! 20 s every wait here allows.
@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use crate::support::hookgate::run_cli;
 use crate::support::redis::{RedisCluster, RedisServer};
+use crate::support::sentinel::{MASTER, Sentinels};
 use crate::support::{
     ConfigBuilder, Hookgate, Metrics, SourceSpec, StoreSpec, Upstream, closed_addr, eventually,
 };
@@ -237,6 +238,27 @@ async fn every_master_of_a_cluster_is_asked() {
     let gate = gate_on(StoreSpec::Cluster(cluster.urls()), &upstream).await;
 
     wait_warning(&gate, "allkeys-lru, noeviction, volatile-ttl").await;
+    wait_gauge(&gate, "hookgate_store_evicting", 1.0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_sentinel_the_primary_is_asked() {
+    let mut deployment = Sentinels::start(0, None);
+    let primary = deployment.primary();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory-policy")
+        .arg("volatile-random")
+        .query(&mut deployment.node(primary).client())
+        .expect("CONFIG SET");
+    let upstream = Upstream::start().await;
+    let gate = gate_on(
+        StoreSpec::Sentinel(deployment.urls(), MASTER.to_owned()),
+        &upstream,
+    )
+    .await;
+
+    wait_warning(&gate, "volatile-random").await;
     wait_gauge(&gate, "hookgate_store_evicting", 1.0).await;
 }
 

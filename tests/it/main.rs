@@ -12,7 +12,7 @@
 //! - `concurrency`: many copies of one event, several replicas (on one Redis,
 //!   or on one SQLite file).
 //! - `eviction`: a Redis that may evict keys (log, `check`, gauges; single
-//!   node and cluster) and the memory store's fill.
+//!   node, cluster, Sentinel) and the memory store's fill.
 //! - `redis_store`: Redis going away and coming back, the key layout, cluster.
 //! - `store`: the store backends against a real Redis, and the memory and
 //!   SQLite stores held to the same suite; a SQLite file opened again.
