@@ -29,6 +29,27 @@ fn config(app: &App, db: &Path, sources: &str) -> String {
     )
 }
 
+/// An app, and a config file on `hookgate.db` beside it with `sources`.
+async fn setup(sources: &str) -> (App, ConfigFile, PathBuf) {
+    let app = App::start().await;
+    let file = ConfigFile::write("");
+    let db = file.dir.join("hookgate.db");
+    std::fs::write(&file.path, config(&app, &db, sources)).expect("config");
+    (app, file, db)
+}
+
+/// Sends each event to the queue source `name`; each must be answered `200 queued`.
+async fn queue_all(public: SocketAddr, name: &str, ids: &[String]) {
+    for id in ids {
+        let answer = send_signed(public, name, id, &body(id)).await;
+        assert_eq!(
+            answer.json(),
+            json!({"queued": true, "event_id": id}),
+            "{id}"
+        );
+    }
+}
+
 /// A body of its own per event: the kit's GitHub sources key nonces by the
 /// body's digest (the delivery id is not signed).
 fn body(id: &str) -> String {
@@ -194,23 +215,13 @@ const RETRYING: &str = "delivery = \"queue\"\nretry_schedule = [\"300ms\", \"300
 /// ten it had taken are not sent again, and every resend is a duplicate.
 #[tokio::test]
 async fn kill_9_in_a_queue_backlog_loses_nothing_and_repeats_nothing() {
-    let app = App::start().await;
-    let file = ConfigFile::write("");
-    let db = file.dir.join("hookgate.db");
-    std::fs::write(&file.path, config(&app, &db, &source("q", RETRYING))).expect("config");
+    let (app, file, db) = setup(&source("q", RETRYING)).await;
     app.then_answer(&[200; 10]);
     app.answer_with(503);
 
     let mut first = Proc::start(&file);
     let ids: Vec<String> = (1..=30).map(|i| format!("k{i}")).collect();
-    for id in &ids {
-        let answer = send_signed(first.public, "q", id, &body(id)).await;
-        assert_eq!(
-            answer.json(),
-            json!({"queued": true, "event_id": id}),
-            "{id}"
-        );
-    }
+    queue_all(first.public, "q", &ids).await;
     // Ten delivered and settled on disk; the rest failing and retried.
     eventually("ten entries settled in the file", || {
         (rows(&db, "queue", "q") == 20).then_some(())
@@ -265,10 +276,7 @@ async fn kill_9_in_a_queue_backlog_loses_nothing_and_repeats_nothing() {
 /// a SIGKILL right after the last answer loses none of them.
 #[tokio::test]
 async fn kill_9_after_forwarding_every_resend_is_a_duplicate() {
-    let app = App::start().await;
-    let file = ConfigFile::write("");
-    let db = file.dir.join("hookgate.db");
-    std::fs::write(&file.path, config(&app, &db, &source("f", ""))).expect("config");
+    let (app, file, _) = setup(&source("f", "")).await;
     let mut first = Proc::start(&file);
     let ids: Vec<String> = (1..=20).map(|i| format!("f{i}")).collect();
     for id in &ids {
@@ -292,22 +300,12 @@ async fn kill_9_after_forwarding_every_resend_is_a_duplicate() {
 /// the serving process on the same file, delivers each once.
 #[tokio::test]
 async fn dead_letters_survive_a_restart_and_replay_once_each() {
-    let app = App::start().await;
-    let file = ConfigFile::write("");
-    let db = file.dir.join("hookgate.db");
     let fast = "delivery = \"queue\"\nretry_schedule = [\"100ms\"]\n";
-    std::fs::write(&file.path, config(&app, &db, &source("q", fast))).expect("config");
+    let (app, file, db) = setup(&source("q", fast)).await;
     app.answer_with(503);
     let mut first = Proc::start(&file);
     let ids: Vec<String> = (1..=5).map(|i| format!("d{i}")).collect();
-    for id in &ids {
-        let answer = send_signed(first.public, "q", id, &body(id)).await;
-        assert_eq!(
-            answer.json(),
-            json!({"queued": true, "event_id": id}),
-            "{id}"
-        );
-    }
+    queue_all(first.public, "q", &ids).await;
     eventually("five dead letters in the file", || {
         (rows(&db, "dead_letters", "q") == 5).then_some(())
     })
@@ -371,11 +369,8 @@ fn wal_sync_done(line: &str) -> bool {
 /// events sent 20 at a time share fsyncs: fewer WAL fsyncs than events.
 #[tokio::test]
 async fn the_fsync_comes_before_the_answer_and_concurrent_writes_share_it() {
-    let app = App::start().await;
-    let file = ConfigFile::write("");
-    let db = file.dir.join("hookgate.db");
     let sources = source("q", "delivery = \"queue\"\n") + &source("f", "");
-    std::fs::write(&file.path, config(&app, &db, &sources)).expect("config");
+    let (app, file, _) = setup(&sources).await;
     let trace = file.dir.join("trace.txt");
     let gate = Proc::traced(
         &file,
@@ -463,10 +458,7 @@ fn metric(text: &str, name: &str) -> f64 {
 
 #[tokio::test]
 async fn a_file_with_a_newer_schema_is_refused_naming_both_versions() {
-    let app = App::start().await;
-    let file = ConfigFile::write("");
-    let db = file.dir.join("hookgate.db");
-    std::fs::write(&file.path, config(&app, &db, &source("f", ""))).expect("config");
+    let (app, file, db) = setup(&source("f", "")).await;
     {
         let conn = Connection::open(&db).expect("create");
         conn.pragma_update(None, "user_version", 99)
@@ -488,10 +480,7 @@ async fn a_file_with_a_newer_schema_is_refused_naming_both_versions() {
 
 #[tokio::test]
 async fn a_corrupt_file_is_refused_at_start() {
-    let app = App::start().await;
-    let file = ConfigFile::write("");
-    let db = file.dir.join("hookgate.db");
-    std::fs::write(&file.path, config(&app, &db, &source("f", ""))).expect("config");
+    let (app, file, db) = setup(&source("f", "")).await;
     std::fs::write(&db, vec![0x5a_u8; 8192]).expect("garbage");
     let said = refused_at_start(&file).await;
     assert!(said.contains("not a database"), "{said}");
@@ -503,10 +492,7 @@ async fn a_corrupt_file_is_refused_at_start() {
 /// sender's retry is forwarded.
 #[tokio::test]
 async fn a_file_that_cannot_be_written_is_503_and_not_ready() {
-    let app = App::start().await;
-    let file = ConfigFile::write("");
-    let db = file.dir.join("hookgate.db");
-    std::fs::write(&file.path, config(&app, &db, &source("f", ""))).expect("config");
+    let (app, file, db) = setup(&source("f", "")).await;
     let gate = Proc::start(&file);
     assert_eq!(
         send_signed(gate.public, "f", "w1", &body("w1"))
