@@ -553,7 +553,10 @@ fn replication(
                     c.at(
                         v,
                         "store.min_replicas",
-                        "the memory and sqlite stores have no replicas to wait for; use a redis, redis-cluster or redis-sentinel store with replicas",
+                        format!(
+                            "the {} store has no replicas to wait for; use a redis, redis-cluster or redis-sentinel store with replicas",
+                            if kind == Some(KindWord::Sqlite) { "sqlite" } else { "memory" }
+                        ),
                     );
                     None
                 } else {
@@ -594,7 +597,14 @@ fn replication(
             c.at(
                 v,
                 "store.replica_timeout",
-                "the memory and sqlite stores have no replicas to wait for",
+                format!(
+                    "the {} store has no replicas to wait for",
+                    if kind == Some(KindWord::Sqlite) {
+                        "sqlite"
+                    } else {
+                        "memory"
+                    }
+                ),
             );
             replica_timeout = None;
         }

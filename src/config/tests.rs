@@ -411,19 +411,33 @@ fn example_config_is_valid() {
     assert_eq!(c.server.listen, "127.0.0.1:8080".parse().expect("addr"));
     assert_eq!(c.server.upstream, "http://127.0.0.1:3000");
     assert_eq!(c.admin.listen, "127.0.0.1:9090".parse().expect("addr"));
-    assert_eq!(c.store.kind, StoreKind::Memory);
+    assert_eq!(
+        c.store.kind,
+        StoreKind::Sqlite {
+            path: "hookgate.db".into(),
+            sync: crate::store::sqlite::Sync::Full
+        }
+    );
     let schemes: Vec<&str> = c.sources.iter().map(|s| s.scheme.name()).collect();
     assert_eq!(
         schemes,
         [
-            "stripe", "github", "shopify", "slack", "standard", "generic"
+            "stripe", "github", "github", "shopify", "slack", "standard", "generic"
         ]
     );
     assert!(c.sources.iter().all(|s| s.secret_files.is_empty()));
 
     // And through `load`, which reads the file itself.
     let loaded = Config::load(Path::new(path)).expect("load");
-    assert_eq!(loaded.sources.len(), 6);
+    assert_eq!(loaded.sources.len(), 7);
+    // `load` takes the file's relative store path from the file's directory.
+    assert_eq!(
+        loaded.store.kind,
+        StoreKind::Sqlite {
+            path: Path::new(env!("CARGO_MANIFEST_DIR")).join("hookgate.db"),
+            sync: crate::store::sqlite::Sync::Full
+        }
+    );
 }
 
 // ---------------------------------------------------------------------------
