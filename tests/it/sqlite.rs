@@ -458,7 +458,7 @@ fn metric(text: &str, name: &str) -> f64 {
 
 #[tokio::test]
 async fn a_file_with_a_newer_schema_is_refused_naming_both_versions() {
-    let (app, file, db) = setup(&source("f", "")).await;
+    let (_app, file, db) = setup(&source("f", "")).await;
     {
         let conn = Connection::open(&db).expect("create");
         conn.pragma_update(None, "user_version", 99)
@@ -480,7 +480,7 @@ async fn a_file_with_a_newer_schema_is_refused_naming_both_versions() {
 
 #[tokio::test]
 async fn a_corrupt_file_is_refused_at_start() {
-    let (app, file, db) = setup(&source("f", "")).await;
+    let (_app, file, db) = setup(&source("f", "")).await;
     std::fs::write(&db, vec![0x5a_u8; 8192]).expect("garbage");
     let said = refused_at_start(&file).await;
     assert!(said.contains("not a database"), "{said}");
