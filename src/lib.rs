@@ -53,6 +53,7 @@ pub mod config;
 pub mod delivery;
 pub mod dlq;
 pub mod envelope;
+pub mod events;
 pub mod forward;
 pub mod keyfetch;
 pub mod log;
@@ -70,6 +71,7 @@ pub mod state;
 pub mod store;
 pub mod time;
 pub mod tls;
+pub mod trail;
 
 use std::sync::Arc;
 use std::time::Duration;
