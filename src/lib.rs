@@ -37,7 +37,10 @@
 //! - [`dlq`]: dead letters: what the app could not take, and replay.
 //! - [`pipeline`]: the DESIGN §3 order, top to bottom, ending in one [`outcome::Outcome`].
 //! - [`outcome`]: one variant per status-table row; the only place statuses are chosen.
-//! - [`admin`]: `/healthz`, `/readyz`, `/metrics`, and `/dlq` behind a token.
+//! - [`trail`]: the event trail's words: facts per event, folded into the
+//!   record an operator reads; [`events`] reads it for `/events` and the CLI.
+//! - [`admin`]: `/healthz`, `/readyz`, `/metrics`, and `/dlq`, `/events`
+//!   behind a token.
 //!
 //! Around them: [`cli`] (the command line), [`log`] (buffered log output),
 //! [`server`] (accept loop, connection lifetimes and drain),
