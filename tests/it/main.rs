@@ -48,6 +48,7 @@
 //! - `upstream_conn`: connections to the app: keep-alive reuse, apps closing
 //!   idle connections, chunked and close-delimited answers, silent or broken
 //!   answers, an `https://` app.
+//! - `trail`: the event trail's states, `GET /events`, `hookgate events`; on every store.
 
 mod support;
 
@@ -84,4 +85,5 @@ mod sqlite;
 mod store;
 mod store_failure;
 mod tls;
+mod trail;
 mod upstream_conn;
