@@ -399,8 +399,9 @@ impl Store {
     // 0 writes nothing.
 
     /// Appends `facts` to an event's trail without holding up the caller:
-    /// in place on memory, queued behind the event's own writes on SQLite, a
-    /// task of its own on Redis. A failure is logged at debug level.
+    /// in place on memory, queued behind the event's own writes on SQLite,
+    /// through the process's ordered trail writer on Redis (pipelined). A
+    /// failure is logged at debug level.
     pub fn trail_note(
         &self,
         prefix: &str,

@@ -83,9 +83,9 @@ pub struct Attempt {
     pub at: i64,
     pub replica: String,
     pub mode: Mode,
-    /// The §3 outcome word: `forwarded`, `upstream_unavailable`,
-    /// `upstream_timeout`, or for queue attempts and replays `delivered`,
-    /// `retry`, `dropped`, `dead_lettered`.
+    /// The §3 outcome word: `forwarded` when the app answered (its status
+    /// beside it), else `upstream_unavailable` or `upstream_timeout`; in
+    /// every mode.
     pub outcome: String,
     /// The app's status, when it answered.
     pub status: Option<u16>,
@@ -423,13 +423,13 @@ mod tests {
             },
             Fact::Duplicate,
             Fact::Attempted {
-                attempt: attempt("retry", Some(503)),
+                attempt: attempt("forwarded", Some(503)),
                 state: State::Waiting,
                 next_attempt_at: Some(1_700_000_011_000),
                 dead_letter_id: None,
             },
             Fact::Attempted {
-                attempt: attempt("dead_lettered", Some(503)),
+                attempt: attempt("forwarded", Some(503)),
                 state: State::DeadLetter,
                 next_attempt_at: None,
                 dead_letter_id: Some("7".into()),
@@ -445,7 +445,7 @@ mod tests {
         more.push(Fact::Attempted {
             attempt: Attempt {
                 mode: Mode::Replay,
-                ..attempt("delivered", Some(200))
+                ..attempt("forwarded", Some(200))
             },
             state: State::Delivered,
             next_attempt_at: None,

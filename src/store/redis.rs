@@ -189,6 +189,8 @@ pub struct RedisStore {
     replication: Option<(Replication, Arc<Lanes>)>,
     /// `hookgate_replication_timeouts_total`, once the metrics exist.
     timeouts: Arc<OnceLock<Family<OperationLabel, Counter>>>,
+    /// The trail's ordered writer, started on first use.
+    trail_queue: Arc<OnceLock<tokio::sync::mpsc::Sender<trail::Item>>>,
 }
 
 /// Where commands go.
@@ -336,6 +338,7 @@ impl RedisStore {
             set_nx_get: Arc::new(AtomicBool::new(true)),
             replication: None,
             timeouts: Arc::new(OnceLock::new()),
+            trail_queue: Arc::new(OnceLock::new()),
         }
     }
 

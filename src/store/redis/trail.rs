@@ -7,11 +7,16 @@
 //!
 //! All of it shares the `{trail}` hash tag: one Cluster slot, so one script
 //! appends a fact, indexes a new event and trims the oldest at once.
+//!
+//! Facts a process notes go through one queue and one task that writes them
+//! in the order they were noted, as many as have queued up in one pipelined
+//! round trip: an event's facts never overtake each other.
 
 use std::sync::LazyLock;
 use std::time::Duration;
 
 use redis::Script;
+use tokio::sync::mpsc;
 
 use super::RedisStore;
 use crate::store::Error;
@@ -25,9 +30,7 @@ pub const TTL: Duration = Duration::from_secs(30 * 24 * 3600);
 /// ARGV[3] = the bound, ARGV[4] = ttl ms, ARGV[5] = the list key prefix of
 /// trimmed members, ARGV[6..] = facts. An event not held yet is taken only
 /// from a `Received` fact.
-static APPEND: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
+const APPEND_LUA: &str = r"
 if ARGV[1] == '' and redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 for i = 6, #ARGV do redis.call('RPUSH', KEYS[1], ARGV[i]) end
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
@@ -40,9 +43,62 @@ if ARGV[1] ~= '' then
   end
 end
 return 1
-",
-    )
-});
+";
+static APPEND: LazyLock<Script> = LazyLock::new(|| Script::new(APPEND_LUA));
+
+/// Facts waiting for the writer task at most; beyond it a fact is dropped
+/// (logged at debug level), never waited for.
+const QUEUE: usize = 65_536;
+/// Facts one pipelined round trip carries at most.
+const BATCH: usize = 256;
+
+/// One note of facts for the writer task.
+pub struct Item {
+    pub prefix: String,
+    pub source: String,
+    pub event_id: String,
+    pub facts: Vec<Fact>,
+    pub max: usize,
+}
+
+/// The script's keys and arguments for one item.
+fn invocation(item: &Item) -> (String, String, Vec<Vec<u8>>) {
+    let received = item
+        .facts
+        .iter()
+        .find_map(|f| match f {
+            Fact::Received { at, .. } => Some(at.to_string()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let m = member(&item.source, &item.event_id);
+    let list = format!("{}{m}", list_prefix(&item.prefix));
+    let mut args: Vec<Vec<u8>> = vec![
+        received.into_bytes(),
+        m.into_bytes(),
+        item.max.to_string().into_bytes(),
+        TTL.as_millis().to_string().into_bytes(),
+        list_prefix(&item.prefix).into_bytes(),
+    ];
+    args.extend(item.facts.iter().filter_map(|f| serde_json::to_vec(f).ok()));
+    (list, index_key(&item.prefix), args)
+}
+
+/// Writes what the queue holds, in order, until every sender is gone.
+async fn drain(store: RedisStore, mut queue: mpsc::Receiver<Item>) {
+    while let Some(first) = queue.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < BATCH {
+            match queue.try_recv() {
+                Ok(item) => batch.push(item),
+                Err(_) => break,
+            }
+        }
+        if let Err(e) = store.trail_batch(&batch).await {
+            tracing::debug!(facts = batch.len(), error = %e, "trail write failed");
+        }
+    }
+}
 
 fn index_key(prefix: &str) -> String {
     format!("{prefix}:{{trail}}")
@@ -64,6 +120,45 @@ fn parse_facts(items: &[Vec<u8>]) -> Vec<Fact> {
 }
 
 impl RedisStore {
+    /// Queues facts for the writer task (started on first use), without waiting.
+    pub fn trail_note(&self, item: Item) {
+        let queue = self.trail_queue.get_or_init(|| {
+            let (tx, rx) = mpsc::channel(QUEUE);
+            tokio::spawn(drain(self.clone(), rx));
+            tx
+        });
+        if queue.try_send(item).is_err() {
+            tracing::debug!("trail queue full: a fact was dropped");
+        }
+    }
+
+    /// Writes `batch` in one pipelined round trip, in order; the script is
+    /// loaded first when the server does not know it.
+    async fn trail_batch(&self, batch: &[Item]) -> Result<(), Error> {
+        let calls: Vec<_> = batch.iter().map(invocation).collect();
+        let mut pipe = redis::pipe();
+        for (list, index, args) in &calls {
+            let cmd = pipe
+                .cmd("EVALSHA")
+                .arg(APPEND.get_hash())
+                .arg(2)
+                .arg(list)
+                .arg(index);
+            for a in args {
+                cmd.arg(a.as_slice());
+            }
+        }
+        match self.query_pipeline::<redis::Value>(&pipe).await {
+            Err(e) if e.to_string().contains("NOSCRIPT") => {
+                let _: String = self
+                    .query(redis::cmd("SCRIPT").arg("LOAD").arg(APPEND_LUA))
+                    .await?;
+                self.query_pipeline::<redis::Value>(&pipe).await.map(|_| ())
+            }
+            other => other.map(|_| ()),
+        }
+    }
+
     pub async fn trail_append(
         &self,
         prefix: &str,
