@@ -55,6 +55,9 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let path = request.uri().path();
+    if crate::console::owns(path) {
+        return crate::console::handle(state, request).await;
+    }
     if path == "/dlq" || path == "/dlq/replay" {
         return dead_letters(state, request).await;
     }

@@ -38,6 +38,10 @@
 //! - [`pipeline`]: the DESIGN §3 order, top to bottom, ending in one [`outcome::Outcome`].
 //! - [`outcome`]: one variant per status-table row; the only place statuses are chosen.
 //! - [`admin`]: `/healthz`, `/readyz`, `/metrics`, and `/dlq` behind a token.
+//! - [`console`]: the console's pages under `/console` on the admin listener:
+//!   one function per page from a small view struct (`console/pages.rs`),
+//!   sessions and CSRF (`console/session.rs`), "Replay all" runs, static
+//!   assets compiled in.
 //!
 //! Around them: [`cli`] (the command line), [`log`] (buffered log output),
 //! [`server`] (accept loop, connection lifetimes and drain),
@@ -50,6 +54,7 @@ pub mod admin;
 pub mod allow;
 pub mod cli;
 pub mod config;
+pub mod console;
 pub mod delivery;
 pub mod dlq;
 pub mod envelope;
