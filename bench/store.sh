@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
-# The sqlite store against Redis, measured side by side on loopback: fresh
-# events in forward mode on hookgate + Redis (the reference) and on hookgate +
-# sqlite (sync = "full"), and queue-mode acknowledgements on sqlite
-# (sync = "full"), with the group commit's batch size and fsync time under
-# that load.
+# The stores side by side on loopback: fresh events in forward mode on
+# hookgate + memory, + Redis (the reference) and + sqlite (sync = "full"),
+# each with the event trail off and on; queue-mode acknowledgements on
+# sqlite (sync = "full") with the group commit's batch size and fsync time
+# under that load; then, with each trail full, the time to find one event by
+# id (GET /events/{source}/{event_id}).
 #
-#   bash bench/store.sh          # build, measure, print the table
+#   bash bench/store.sh          # build, measure, print the tables
 #
 # The app stand-in (one nginx worker), redis-server and hookgate share CPU
 # $SERVER_CPU; wrk runs alone on $CLIENT_CPU. Rounds are interleaved so every
-# ratio compares numbers taken under the same machine load; the table shows
-# the median of the rounds. The sqlite file lives in a temp directory on the
-# disk that holds /tmp (its fsync cost is that disk's).
+# ratio compares numbers taken under the same machine load; the tables show
+# the median of the rounds. Every variant starts from an empty store, so one
+# pool of fresh events serves them all. The sqlite files live in a temp
+# directory on the disk that holds /tmp (their fsync cost is that disk's).
 #
 # Knobs (environment): ROUNDS=3 DURATION=5 CONNS=64 BODY=1024
-# POOL=<events per pool> HOOKGATE_BIN=<prebuilt binary>.
+# POOL=<events in the pool> LOOKUP=1 (0 skips the lookup phase)
+# HOOKGATE_BIN=<prebuilt binary>.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -23,10 +26,12 @@ ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-5}
 CONNS=${CONNS:-64}
 BODY=${BODY:-1024}
-POOL=${POOL:-200000}
+POOL=${POOL:-300000}
+LOOKUP=${LOOKUP:-1}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 SECRET=bench-secret-not-for-production
+TOKEN=bench-admin-token
 
 for tool in nginx wrk redis-server redis-cli python3 taskset curl; do
   command -v "$tool" >/dev/null || { echo "bench: $tool is required (apt-get install nginx-light wrk redis-server curl)" >&2; exit 1; }
@@ -59,7 +64,7 @@ wait_port() {
 APP_PORT=$(free_port); REDIS_PORT=$(free_port)
 
 mkdir -p "$WORK/app"
-cat > "$WORK/app/nginx.conf" <<EOF
+cat > "$WORK/app/nginx.conf" <<CONF
 daemon off;
 worker_processes 1;
 pid $WORK/app/nginx.pid;
@@ -71,7 +76,7 @@ http {
   keepalive_requests 10000000;
   server { listen 127.0.0.1:$APP_PORT; location / { return 200 '{"ok":true}'; } }
 }
-EOF
+CONF
 taskset -c "$SERVER_CPU" nginx -e "$WORK/app/error.log" -p "$WORK/app" -c "$WORK/app/nginx.conf" &
 PIDS+=($!)
 taskset -c "$SERVER_CPU" redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --save "" --appendonly no \
@@ -79,26 +84,28 @@ taskset -c "$SERVER_CPU" redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --sa
 PIDS+=($!)
 wait_port "$APP_PORT"; wait_port "$REDIS_PORT"
 
-# Three variants: name -> port, admin port, [store] lines, source extra.
-declare -A PORT ADMIN STORE EXTRA HG_PID
-VARIANTS=(redis sqlite queue)
-for v in "${VARIANTS[@]}"; do PORT[$v]=$(free_port); ADMIN[$v]=$(free_port); done
-STORE[redis]="kind = \"redis\"
-url = \"redis://127.0.0.1:$REDIS_PORT\""
-STORE[sqlite]="kind = \"sqlite\"
-path = \"$WORK/forward.db\"
-sync = \"full\""
-STORE[queue]="kind = \"sqlite\"
-path = \"$WORK/queue.db\"
-sync = \"full\""
-EXTRA[redis]=""; EXTRA[sqlite]=""; EXTRA[queue]='delivery = "queue"'
+# Variants: [store] lines, source lines, trail bound.
+declare -A PORT ADMIN STORE EXTRA TRAIL HG_PID
+VARIANTS=(memory memory-trail redis redis-trail sqlite sqlite-trail queue-trail)
 for v in "${VARIANTS[@]}"; do
-  cat > "$WORK/$v.toml" <<EOF
+  PORT[$v]=$(free_port); ADMIN[$v]=$(free_port); EXTRA[$v]=""
+  case $v in
+    memory*) STORE[$v]=$'kind = "memory"\nmemory_max_entries = 4000000' ;;
+    redis*) STORE[$v]="kind = \"redis\""$'\n'"url = \"redis://127.0.0.1:$REDIS_PORT\"" ;;
+    *) STORE[$v]="kind = \"sqlite\""$'\n'"path = \"$WORK/$v.db\""$'\n'"sync = \"full\"" ;;
+  esac
+  case $v in *-trail) TRAIL[$v]=100000 ;; *) TRAIL[$v]=0 ;; esac
+done
+EXTRA[queue-trail]='delivery = "queue"'
+for v in "${VARIANTS[@]}"; do
+  cat > "$WORK/$v.toml" <<CONF
 [server]
 listen = "127.0.0.1:${PORT[$v]}"
 upstream = "http://127.0.0.1:$APP_PORT"
 [admin]
 listen = "127.0.0.1:${ADMIN[$v]}"
+token = "$TOKEN"
+trail_max_events = ${TRAIL[$v]}
 [store]
 ${STORE[$v]}
 [[source]]
@@ -107,11 +114,13 @@ path = "/webhooks/bench"
 scheme = "github"
 secrets = ["$SECRET"]
 ${EXTRA[$v]}
-EOF
+CONF
   "$HOOKGATE_BIN" check --config "$WORK/$v.toml" >/dev/null
 done
+
 start() {
-  rm -f "$WORK/$1.db" "$WORK/$1.db-wal" "$WORK/$1.db-shm" "$WORK/forward.db"* "$WORK/queue.db"*
+  rm -f "$WORK/$1.db" "$WORK/$1.db-wal" "$WORK/$1.db-shm"
+  redis-cli -p "$REDIS_PORT" flushall >/dev/null
   taskset -c "$SERVER_CPU" "$HOOKGATE_BIN" run --config "$WORK/$1.toml" >>"$WORK/$1.log" 2>&1 &
   HG_PID[$1]=$!
   PIDS+=($!)
@@ -121,63 +130,120 @@ stop() {
   kill "${HG_PID[$1]}" 2>/dev/null || true
   wait "${HG_PID[$1]}" 2>/dev/null || true
 }
-metric() { # admin name -> value
+metric() { # admin-port name -> value
   curl -s --max-time 5 "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n {print $2}'
 }
-
-gen() {
-  python3 "$ROOT/bench/gen_pool.py" --scheme github --secret "$SECRET" --path /webhooks/bench \
-    --body-bytes "$BODY" --prefix "$1" --count "$2" --out "$3" > "$3.len"
+answered() { # admin-port -> forwarded + queued
+  curl -s --max-time 5 "http://127.0.0.1:$1/metrics" |
+    awk '/^hookgate_requests_total/ && /outcome="(forwarded|queued)"/ {s += $2} END {print s + 0}'
 }
-echo "== generating pools of $POOL signed events"
+load() { # variant seconds -> RESULT line
+  taskset -c "$CLIENT_CPU" timeout $(($2 + 60)) \
+    wrk -t1 -c"$CONNS" -d"$2s" --timeout 5s -s "$ROOT/bench/pool.lua" \
+    "http://127.0.0.1:${PORT[$1]}/webhooks/bench" -- "$WORK/pool" "$(cat "$WORK/pool.len")" 1 | grep '^RESULT'
+}
+
+echo "== generating a pool of $POOL signed events"
+python3 "$ROOT/bench/gen_pool.py" --scheme github --secret "$SECRET" --path /webhooks/bench \
+  --body-bytes "$BODY" --prefix ev --count "$POOL" --out "$WORK/pool" > "$WORK/pool.len"
+WIDTH=${#POOL}
+
 RESULTS=$WORK/results.tsv
 : > "$RESULTS"
 for round in $(seq 1 "$ROUNDS"); do
   echo "== round $round/$ROUNDS"
   for v in "${VARIANTS[@]}"; do
-    gen "r$round$v" "$POOL" "$WORK/pool"
     start "$v"
-    redis-cli -p "$REDIS_PORT" flushall >/dev/null
-    line=$(taskset -c "$CLIENT_CPU" timeout $((DURATION + 60)) \
-      wrk -t1 -c"$CONNS" -d"${DURATION}s" --timeout 5s -s "$ROOT/bench/pool.lua" \
-      "http://127.0.0.1:${PORT[$v]}/webhooks/bench" -- "$WORK/pool" "$(cat "$WORK/pool.len")" 1 | grep '^RESULT')
-    batch_sum=$(metric "${ADMIN[$v]}" hookgate_store_batch_size_sum)
-    batch_count=$(metric "${ADMIN[$v]}" hookgate_store_batch_size_count)
-    sync_sum=$(metric "${ADMIN[$v]}" hookgate_store_sync_seconds_sum)
-    sync_count=$(metric "${ADMIN[$v]}" hookgate_store_sync_seconds_count)
-    ok=$(curl -s "http://127.0.0.1:${ADMIN[$v]}/metrics" | awk '/^hookgate_requests_total/ && /outcome="(forwarded|queued)"/ {s += $2} END {print s + 0}')
+    line=$(load "$v" "$DURATION")
+    extra="batch_sum=$(metric "${ADMIN[$v]}" hookgate_store_batch_size_sum)"
+    extra+=" batch_count=$(metric "${ADMIN[$v]}" hookgate_store_batch_size_count)"
+    extra+=" sync_sum=$(metric "${ADMIN[$v]}" hookgate_store_sync_seconds_sum)"
+    extra+=" sync_count=$(metric "${ADMIN[$v]}" hookgate_store_sync_seconds_count)"
+    extra+=" ok=$(answered "${ADMIN[$v]}")"
     stop "$v"
-    printf '%s\t%s\t%s batch_sum=%s batch_count=%s sync_sum=%s sync_count=%s ok=%s\n' \
-      "$round" "$v" "$line" "${batch_sum:-0}" "${batch_count:-0}" "${sync_sum:-0}" "${sync_count:-0}" "$ok" >> "$RESULTS"
-    echo "   $v: ${line#RESULT } ok=$ok batches=${batch_count:-0}"
+    printf '%s\t%s\t%s %s\n' "$round" "$v" "$line" "$extra" >> "$RESULTS"
+    echo "   $v: ${line#RESULT } $extra"
   done
 done
 
-python3 - "$RESULTS" "$DURATION" <<'EOF'
+# Finding one event by id with the trail full (100,000 events held).
+LOOKUPS=$WORK/lookups.tsv
+: > "$LOOKUPS"
+if [ "$LOOKUP" != 0 ]; then
+  for v in memory-trail redis-trail sqlite-trail; do
+    echo "== $v: filling the trail"
+    start "$v"
+    held=0
+    for _ in $(seq 1 30); do
+      load "$v" 10 >/dev/null
+      held=$(answered "${ADMIN[$v]}")
+      [ "$held" -ge 110000 ] && break
+    done
+    [ "$held" -ge 110000 ] || { echo "bench: only $held events sent to $v" >&2; exit 1; }
+    sleep 12 # one purge pass: sqlite trims its trail there
+    for _ in $(seq 1 20); do
+      # An id among the newest 100,000 sent (the pool is sent in order).
+      n=$(( held - 1 - (RANDOM * 32768 + RANDOM) % 100000 ))
+      id=$(printf 'ev-%0*d' "$WIDTH" "$n")
+      t=$(curl -s -o "$WORK/lookup.json" -w '%{time_total}' -H "Authorization: Bearer $TOKEN" \
+        "http://127.0.0.1:${ADMIN[$v]}/events/bench/$id")
+      printf '%s\t%s\t%s\t%s\n' "$v" "$id" "$t" "$(head -c 80 "$WORK/lookup.json" | tr -d '\n\t')" >> "$LOOKUPS"
+    done
+    stop "$v"
+  done
+fi
+
+python3 - "$RESULTS" "$LOOKUPS" <<'PY'
 import statistics, sys
-path, duration = sys.argv[1], float(sys.argv[2])
 rows = {}
-for line in open(path):
+for line in open(sys.argv[1]):
     _, variant, rest = line.rstrip("\n").split("\t")
     kv = dict(p.split("=", 1) for p in rest.split() if "=" in p)
     rows.setdefault(variant, []).append(kv)
 def med(variant, f):
     return statistics.median(f(kv) for kv in rows[variant])
-rate = lambda kv: int(kv["ok"]) / (int(kv["duration_us"]) / 1e6)
-ref = med("redis", rate)
+def num(kv, k):
+    try:
+        return float(kv.get(k) or 0)
+    except ValueError:
+        return 0.0
+rate = lambda kv: num(kv, "ok") / (num(kv, "duration_us") / 1e6)
+per = lambda kv: num(kv, "batch_sum") / num(kv, "batch_count") if num(kv, "batch_count") else 0.0
+fs = lambda kv: 1000 * num(kv, "sync_sum") / num(kv, "sync_count") if num(kv, "sync_count") else 0.0
+ref = med("redis-trail", rate)
+labels = {
+    "memory": "memory, trail off", "memory-trail": "memory, trail on",
+    "redis": "Redis, trail off", "redis-trail": "Redis, trail on (the reference)",
+    "sqlite": "sqlite (full), trail off", "sqlite-trail": "sqlite (full), trail on",
+    "queue-trail": "sqlite (full), queue acknowledgements, trail on",
+}
 print()
-print("| variant | answered 2xx / s (median) | vs hookgate + Redis | p99 (µs) | writes per group commit | fsync (ms, mean) |")
+print("| hookgate + store | answered / s (median) | vs hookgate + Redis | p99 (µs) | writes per group commit | commit with fsync (ms, mean) |")
 print("|---|---|---|---|---|---|")
-for v, label in [("redis", "hookgate + Redis, forward"), ("sqlite", "hookgate + sqlite (full), forward"), ("queue", "hookgate + sqlite (full), queue acks")]:
+for v in labels:
+    if v not in rows:
+        continue
     r = med(v, rate)
-    p99 = med(v, lambda kv: int(kv["p99_us"]))
-    def per(kv):
-        c = float(kv["batch_count"])
-        return float(kv["batch_sum"]) / c if c else 0.0
-    def fs(kv):
-        c = float(kv["sync_count"])
-        return 1000 * float(kv["sync_sum"]) / c if c else 0.0
-    b = med(v, per) if v != "redis" else None
-    f = med(v, fs) if v != "redis" else None
-    print(f"| {label} | {r:,.0f} | {r / ref:.2f}× | {p99:,.0f} | {'—' if b is None else f'{b:.1f}'} | {'—' if f is None else f'{f:.2f}'} |")
-EOF
+    sq = v.startswith(("sqlite", "queue"))
+    b = f"{med(v, per):.1f}" if sq else "—"
+    f = f"{med(v, fs):.2f}" if sq else "—"
+    print(f"| {labels[v]} | {r:,.0f} | {r / ref:.2f}× | {med(v, lambda kv: num(kv, 'p99_us')):,.0f} | {b} | {f} |")
+print()
+print("| store | fresh events / s, trail on ÷ trail off |")
+print("|---|---|")
+for base in ["memory", "redis", "sqlite"]:
+    if base in rows and base + "-trail" in rows:
+        print(f"| {base} | {med(base + '-trail', rate) / med(base, rate):.3f} |")
+look = {}
+for line in open(sys.argv[2]):
+    v, _, t, body = line.rstrip("\n").split("\t")
+    look.setdefault(v, []).append((float(t) * 1000, body))
+if look:
+    print()
+    print("| trail full (100,000 events): GET /events/{source}/{id} | median ms | max ms | found |")
+    print("|---|---|---|---|")
+    for v, xs in look.items():
+        ms = [x for x, _ in xs]
+        found = sum(1 for _, b in xs if '"attempts"' in b or '"event_id"' in b)
+        print(f"| {v} | {statistics.median(ms):.1f} | {max(ms):.1f} | {found}/{len(xs)} |")
+PY

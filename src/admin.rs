@@ -1,4 +1,5 @@
-//! The admin listener: `/healthz`, `/readyz`, `/metrics`, one match on the path.
+//! The admin listener: `/healthz`, `/readyz`, `/metrics`, and behind the
+//! token `/dlq` and `/events`; one match on the path.
 //!
 //! With `[admin] token` set, also the dead letters: `GET /dlq[?source=NAME]`
 //! (a JSON list) and `POST /dlq/replay` with `{"id": "…"}` or
@@ -6,6 +7,9 @@
 //! `Authorization: Bearer <token>`. Without a token they answer 404, as if
 //! they did not exist. The token is compared in constant time (as SHA-256
 //! digests, so its length does not leak either) and never logged.
+//!
+//! `/console` and the paths under it are the console's ([`crate::console`]),
+//! which has its own sign-in and answers 404 without a token as well.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,9 +23,11 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::dlq::{self, Replayer};
+use crate::events;
 use crate::outcome::Body;
 use crate::secret::Secret;
 use crate::state::State;
+use crate::trail;
 
 /// Largest `POST /dlq/replay` body read.
 const MAX_ADMIN_BODY: usize = 64 * 1024;
@@ -57,6 +63,9 @@ where
     let path = request.uri().path();
     if crate::console::owns(path) {
         return crate::console::handle(state, request).await;
+    }
+    if path == "/events" || path.starts_with("/events/") {
+        return events(state, request).await;
     }
     if path == "/dlq" || path == "/dlq/replay" {
         return dead_letters(state, request).await;
@@ -98,6 +107,128 @@ where
     }
 }
 
+/// `GET /events` and `GET /events/{source}/{event_id}` (DESIGN §7a),
+/// behind the admin token like `/dlq`.
+async fn events<B>(state: &Arc<State>, request: Request<B>) -> Response<Body> {
+    let runtime = state.runtime();
+    let Some(token) = &runtime.config.admin.token else {
+        return text(StatusCode::NOT_FOUND, "not found\n");
+    };
+    if !authorized(request.headers(), token) {
+        return unauthorized();
+    }
+    if request.method() != Method::GET {
+        return text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n");
+    }
+    let config = &runtime.config;
+    let path = request.uri().path();
+    if path == "/events" {
+        let query = request.uri().query();
+        let param = |name| query_param(query, name).and_then(|v| percent_decode(&v));
+        let mut filter = trail::Filter {
+            source: param("source"),
+            event_type: param("type"),
+            ..trail::Filter::default()
+        };
+        if let Some(word) = param("state") {
+            match trail::State::parse(&word) {
+                Some(s) => filter.state = Some(s),
+                None => {
+                    return bad_request(
+                        "state is one of in_flight, delivered, released, waiting, dropped, dead_letter",
+                    );
+                }
+            }
+        }
+        if let Some(limit) = param("limit") {
+            match limit.parse::<usize>() {
+                Ok(n) if (1..=trail::MAX_LIMIT).contains(&n) => filter.limit = n,
+                _ => return bad_request("limit is a number from 1 to 1000"),
+            }
+        }
+        if let Some(before) = param("before") {
+            match trail::Cursor::decode(&before) {
+                Some(c) => filter.before = Some(c),
+                None => return bad_request("before is the next cursor of a previous page"),
+            }
+        }
+        return match events::list(&state.store, config, &filter).await {
+            Ok(page) => json(
+                StatusCode::OK,
+                &serde_json::to_value(&page).unwrap_or_default(),
+            ),
+            Err(e) => trail_error(&e),
+        };
+    }
+    let rest = &path["/events/".len()..];
+    let Some((source, id)) = rest.split_once('/') else {
+        return json(
+            StatusCode::NOT_FOUND,
+            &serde_json::json!({"error": "unknown_event"}),
+        );
+    };
+    let (Some(source), Some(id)) = (percent_decode(source), percent_decode(id)) else {
+        return bad_request("the source and event id are percent-encoded UTF-8");
+    };
+    match events::show(&state.store, config, &source, &id).await {
+        Ok(Some(shown)) => json(
+            StatusCode::OK,
+            &serde_json::to_value(&shown).unwrap_or_default(),
+        ),
+        Ok(None) => json(
+            StatusCode::NOT_FOUND,
+            &serde_json::json!({"error": "unknown_event"}),
+        ),
+        Err(e) => trail_error(&e),
+    }
+}
+
+fn trail_error(e: &crate::store::Error) -> Response<Body> {
+    tracing::warn!(error = %e, "admin: event trail request failed");
+    json(
+        StatusCode::SERVICE_UNAVAILABLE,
+        &serde_json::json!({"error": "store_unavailable"}),
+    )
+}
+
+/// `%XX` escapes (and `+` as a space) decoded; `None` for a malformed
+/// escape or bytes that are not UTF-8.
+pub fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let hex = bytes.get(i + 1..i + 3)?;
+                let hex = std::str::from_utf8(hex).ok()?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+fn unauthorized() -> Response<Body> {
+    let mut response = json(
+        StatusCode::UNAUTHORIZED,
+        &serde_json::json!({"error": "unauthorized"}),
+    );
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    response
+}
+
 /// `GET /dlq` and `POST /dlq/replay`.
 async fn dead_letters<B>(state: &Arc<State>, request: Request<B>) -> Response<Body>
 where
@@ -109,14 +240,7 @@ where
         return text(StatusCode::NOT_FOUND, "not found\n");
     };
     if !authorized(request.headers(), token) {
-        let mut response = json(
-            StatusCode::UNAUTHORIZED,
-            &serde_json::json!({"error": "unauthorized"}),
-        );
-        response
-            .headers_mut()
-            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-        return response;
+        return unauthorized();
     }
     if !state.store.keeps_queue() {
         return json(

@@ -63,6 +63,61 @@ pub enum Command {
         #[command(subcommand)]
         action: DlqAction,
     },
+    /// The event trail: what happened to each recent event (newest first).
+    Events {
+        #[arg(long, env = "HOOKGATE_CONFIG", global = true)]
+        config: Option<PathBuf>,
+        #[command(subcommand)]
+        action: EventsAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EventsAction {
+    /// One line per event: received, source, event id, type, state, attempts, duplicates.
+    List {
+        /// Only this `[[source]]`'s events.
+        #[arg(long)]
+        source: Option<String>,
+        /// Only events in this state: in_flight, delivered, released,
+        /// waiting, dropped, dead_letter.
+        #[arg(long)]
+        state: Option<String>,
+        /// At most this many (1 to 1000).
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// One event's story: every attempt, and what the store holds for it now.
+    Show { source: String, event_id: String },
+}
+
+/// Rows under a header, each column as wide as its widest cell, two spaces
+/// apart; the last column is not padded.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row.iter()) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: Vec<&str>| {
+        let mut text = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                text.push_str(cell);
+            } else {
+                text.push_str(&format!("{cell:<width$}  ", width = widths[i]));
+            }
+        }
+        out.push_str(text.trim_end());
+        out.push('\n');
+    };
+    line(header.to_vec());
+    for row in rows {
+        line(row.iter().map(String::as_str).collect());
+    }
+    out
 }
 
 #[derive(Debug, Subcommand)]

@@ -37,6 +37,7 @@ use crate::ordering::{Check, Gate};
 use crate::outcome::Body;
 use crate::store::{self, Claim, Store, keys};
 use crate::time::unix_now;
+use crate::trail::{self, Fact};
 
 /// The longest `Retry-After` honoured; a larger one is cut to this.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3600);
@@ -138,6 +139,32 @@ pub enum Attempt {
 pub struct Attempted {
     pub attempt: Attempt,
     pub answer: Result<Response<Body>, forward::Error>,
+    /// How long the app took.
+    pub elapsed: Duration,
+}
+
+impl Attempted {
+    /// The app's status, when it answered.
+    pub fn status(&self) -> Option<u16> {
+        self.answer.as_ref().ok().map(|r| r.status().as_u16())
+    }
+}
+
+/// An attempt as the trail records it, made now by this replica.
+pub fn trail_attempt(
+    mode: trail::Mode,
+    outcome: &str,
+    status: Option<u16>,
+    elapsed: Duration,
+) -> trail::Attempt {
+    trail::Attempt {
+        at: crate::time::now_ms(),
+        replica: trail::replica().to_owned(),
+        mode,
+        outcome: outcome.to_owned(),
+        status,
+        duration_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+    }
 }
 
 impl<'a> Steps<'a> {
@@ -240,7 +267,8 @@ impl<'a> Steps<'a> {
                 Mark::Verified(event.stamp()),
             )
             .await;
-        let elapsed = started.elapsed().as_secs_f64();
+        let took = started.elapsed();
+        let elapsed = took.as_secs_f64();
         let attempt = match &answer {
             Ok(response) => {
                 let status = response.status();
@@ -257,7 +285,39 @@ impl<'a> Steps<'a> {
                 }
             }
         };
-        Attempted { attempt, answer }
+        Attempted {
+            attempt,
+            answer,
+            elapsed: took,
+        }
+    }
+
+    /// Appends facts to `event`'s trail, without waiting.
+    pub fn note(&self, event: &Event<'_>, facts: Vec<Fact>) {
+        self.store.trail_note(
+            self.prefix(),
+            event.source,
+            event.event_id,
+            facts,
+            self.config.admin.trail_max_events,
+        );
+    }
+
+    /// [`Steps::note`], waiting for the write.
+    pub async fn note_now(&self, event: &Event<'_>, facts: Vec<Fact>) {
+        if let Err(e) = self
+            .store
+            .trail_write(
+                self.prefix(),
+                event.source,
+                event.event_id,
+                facts,
+                self.config.admin.trail_max_events,
+            )
+            .await
+        {
+            tracing::debug!(source = %event.source, event_id = %event.event_id, error = %e, "trail write failed");
+        }
     }
 
     /// The request with the scheme's signature headers made afresh at this

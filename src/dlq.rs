@@ -40,11 +40,12 @@
 use serde::Serialize;
 
 use crate::config::Config;
-use crate::delivery::{Attempt, Claimed, Gated, Steps};
+use crate::delivery::{Attempt, Claimed, Gated, Steps, trail_attempt};
 use crate::envelope::Envelope;
 use crate::forward::Forwarder;
 use crate::metrics::Metrics;
 use crate::store::{self, Store, Stored};
+use crate::trail::{Fact, Mode, State};
 
 /// Consecutive failures of one event id in forward mode that make a dead letter.
 pub const FORWARD_FAILURES: u64 = 3;
@@ -286,18 +287,27 @@ impl Replayer<'_> {
             },
         };
 
-        let attempt = envelope.attempt(&steps, &event).await;
-        let error = match attempt {
+        let tried = envelope.attempt(&steps, &event).await;
+        let fact = |state: State, dead_letter_id: Option<String>| Fact::Attempted {
+            attempt: trail_attempt(Mode::Replay, tried.outcome, tried.status, tried.elapsed),
+            state,
+            next_attempt_at: None,
+            dead_letter_id,
+        };
+        let error = match &tried.attempt {
             Attempt::Delivered => {
                 steps.delivered(&event, lock).await;
                 if let Some(nonce) = &nonce {
                     let _ = steps.commit(&event, nonce).await;
                 }
                 self.remove(&dead.id).await?;
+                steps
+                    .note_now(&event, vec![fact(State::Delivered, None)])
+                    .await;
                 tracing::info!(source = %envelope.source, event_id = %envelope.event_id, dlq_id = %dead.id, "dead letter replayed");
                 return Ok(Replayed::Delivered);
             }
-            Attempt::Refused(error) | Attempt::Failed { error, .. } => error,
+            Attempt::Refused(error) | Attempt::Failed { error, .. } => error.clone(),
         };
         steps.release(&event, lock).await;
         steps.release(&event, nonce).await;
@@ -308,6 +318,20 @@ impl Replayer<'_> {
             .store
             .dead_replace(prefix, &dead.id, envelope.meta(), envelope.encode())
             .await?;
+        let kept_as = new_id.clone().unwrap_or_else(|| dead.id.clone());
+        if let Err(e) = self
+            .store
+            .trail_write(
+                prefix,
+                &envelope.source,
+                &envelope.event_id,
+                vec![fact(State::DeadLetter, Some(kept_as))],
+                self.config.admin.trail_max_events,
+            )
+            .await
+        {
+            tracing::debug!(source = %envelope.source, event_id = %envelope.event_id, error = %e, "trail write failed");
+        }
         tracing::warn!(source = %envelope.source, event_id = %envelope.event_id, dlq_id = %dead.id, error = %error, "dead letter replay failed; kept");
         Ok(Replayed::Failed { error, new_id })
     }

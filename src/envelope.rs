@@ -15,6 +15,15 @@ use crate::forward;
 use crate::ordering::Gate;
 use crate::time::now_ms;
 
+/// How an attempt with a stored envelope went, as the trail records it.
+pub struct Tried {
+    pub attempt: Attempt,
+    /// The §3 word: `forwarded` when the app answered, else why not.
+    pub outcome: &'static str,
+    pub status: Option<u16>,
+    pub elapsed: std::time::Duration,
+}
+
 /// A header value as stored: text when it is UTF-8, base64 otherwise.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -158,15 +167,28 @@ impl Envelope {
 
     /// One attempt at the app with the stored request ([`Steps::attempt`]);
     /// a request that can no longer be rebuilt is refused, not retried.
-    pub async fn attempt(&self, steps: &Steps<'_>, event: &Event<'_>) -> Attempt {
+    pub async fn attempt(&self, steps: &Steps<'_>, event: &Event<'_>) -> Tried {
         match self.request_parts() {
             Ok(parts) => {
-                steps
+                let attempted = steps
                     .attempt(event, &parts, self.body.clone(), self.peer)
-                    .await
-                    .attempt
+                    .await;
+                Tried {
+                    outcome: match &attempted.answer {
+                        Ok(_) => "forwarded",
+                        Err(e) => crate::outcome::Outcome::from(e).code(),
+                    },
+                    status: attempted.status(),
+                    elapsed: attempted.elapsed,
+                    attempt: attempted.attempt,
+                }
             }
-            Err(e) => Attempt::Refused(e),
+            Err(e) => Tried {
+                outcome: "bad_request",
+                attempt: Attempt::Refused(e),
+                status: None,
+                elapsed: std::time::Duration::ZERO,
+            },
         }
     }
 

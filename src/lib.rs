@@ -37,7 +37,10 @@
 //! - [`dlq`]: dead letters: what the app could not take, and replay.
 //! - [`pipeline`]: the DESIGN §3 order, top to bottom, ending in one [`outcome::Outcome`].
 //! - [`outcome`]: one variant per status-table row; the only place statuses are chosen.
-//! - [`admin`]: `/healthz`, `/readyz`, `/metrics`, and `/dlq` behind a token.
+//! - [`trail`]: the event trail's words: facts per event, folded into the
+//!   record an operator reads; [`events`] reads it for `/events` and the CLI.
+//! - [`admin`]: `/healthz`, `/readyz`, `/metrics`, and `/dlq`, `/events`
+//!   behind a token.
 //! - [`console`]: the console's pages under `/console` on the admin listener:
 //!   one function per page from a small view struct (`console/pages.rs`),
 //!   sessions and CSRF (`console/session.rs`), "Replay all" runs, static
@@ -58,6 +61,7 @@ pub mod console;
 pub mod delivery;
 pub mod dlq;
 pub mod envelope;
+pub mod events;
 pub mod forward;
 pub mod keyfetch;
 pub mod log;
@@ -75,6 +79,7 @@ pub mod state;
 pub mod store;
 pub mod time;
 pub mod tls;
+pub mod trail;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -52,6 +52,21 @@ fn main() -> ExitCode {
             id.as_deref(),
             timestamp,
         ),
+        Command::Events { config, action } => {
+            let Some(config) = config else {
+                eprintln!(
+                    "hookgate events: give the config with --config PATH (or HOOKGATE_CONFIG)"
+                );
+                return ExitCode::from(2);
+            };
+            match tokio::runtime::Runtime::new() {
+                Ok(runtime) => runtime.block_on(events(&config, action)),
+                Err(e) => {
+                    eprintln!("hookgate: cannot start the async runtime: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Dlq {
             config,
             source,
@@ -389,6 +404,88 @@ fn read_body(body_file: Option<&Path>) -> Result<Vec<u8>, String> {
     }
 }
 
+/// `hookgate events list [--source S] [--state W] [--limit N] | show SOURCE EVENT_ID`.
+async fn events(path: &Path, action: hookgate::cli::EventsAction) -> ExitCode {
+    use hookgate::cli::EventsAction;
+    use hookgate::{events, trail};
+
+    let config = match Config::load(path) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("{}", e.display_in(path));
+            return ExitCode::FAILURE;
+        }
+    };
+    let store = match hookgate::open_store(&config) {
+        Ok(store) => store,
+        Err(e) => {
+            eprintln!("hookgate events: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match action {
+        EventsAction::List {
+            source,
+            state,
+            limit,
+        } => {
+            let state = match state.as_deref().map(trail::State::parse) {
+                None => None,
+                Some(Some(s)) => Some(s),
+                Some(None) => {
+                    eprintln!(
+                        "hookgate events list: --state is one of in_flight, delivered, released, waiting, dropped, dead_letter"
+                    );
+                    return ExitCode::from(2);
+                }
+            };
+            if !(1..=trail::MAX_LIMIT).contains(&limit) {
+                eprintln!("hookgate events list: --limit is a number from 1 to 1000");
+                return ExitCode::from(2);
+            }
+            let filter = trail::Filter {
+                source,
+                state,
+                event_type: None,
+                limit,
+                before: None,
+            };
+            match events::list(&store, &config, &filter).await {
+                Ok(page) if page.events.is_empty() => {
+                    println!("no events in the trail");
+                    ExitCode::SUCCESS
+                }
+                Ok(page) => {
+                    print!("{}", events::list_text(&page));
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("hookgate events list: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        EventsAction::Show { source, event_id } => {
+            match events::show(&store, &config, &source, &event_id).await {
+                Ok(Some(shown)) => {
+                    print!("{}", events::show_text(&shown));
+                    ExitCode::SUCCESS
+                }
+                Ok(None) => {
+                    eprintln!(
+                        "hookgate events show: the trail has no event {event_id:?} of source {source:?}"
+                    );
+                    ExitCode::FAILURE
+                }
+                Err(e) => {
+                    eprintln!("hookgate events show: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}
+
 /// `hookgate dlq list | show ID | replay (ID | --all) [--source NAME]`.
 async fn dlq(path: &Path, source: Option<&str>, action: DlqAction) -> ExitCode {
     use hookgate::dlq::{self, Replayed, Replayer};
@@ -591,27 +688,8 @@ fn print_list(entries: &[hookgate::dlq::Dead]) {
         "AGE",
         "LAST ERROR",
     ];
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row.iter()) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let line = |cells: Vec<&str>| {
-        let mut out = String::new();
-        for (i, cell) in cells.iter().enumerate() {
-            if i + 1 == cells.len() {
-                out.push_str(cell);
-            } else {
-                out.push_str(&format!("{cell:<width$}  ", width = widths[i]));
-            }
-        }
-        println!("{}", out.trim_end());
-    };
-    line(header.to_vec());
-    for row in &rows {
-        line(row.iter().map(String::as_str).collect());
-    }
+    let rows: Vec<Vec<String>> = rows.into_iter().map(Vec::from).collect();
+    print!("{}", hookgate::cli::table(&header, &rows));
 }
 
 fn print_entry(dead: &hookgate::dlq::Dead) {

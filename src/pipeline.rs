@@ -24,7 +24,7 @@ use http_body_util::{BodyExt, Limited};
 use sha2::{Digest, Sha256};
 
 use crate::config::{Delivery, OnStoreError, Source, Unmatched, Verification};
-use crate::delivery::{Attempt, Claimed, Event, Gated, Lease, Steps};
+use crate::delivery::{Attempt, Claimed, Event, Gated, Lease, Steps, trail_attempt};
 use crate::dlq;
 use crate::envelope::{Envelope, Received};
 use crate::forward::{self, Mark};
@@ -34,6 +34,7 @@ use crate::scheme::{Error, Verified};
 use crate::state::{Runtime, State};
 use crate::store::keys::{self, key_safe_id};
 use crate::time::{unix_now, unix_now_f64};
+use crate::trail::{self, Fact};
 
 mod detach;
 use detach::{Detachable, Panicked};
@@ -228,9 +229,11 @@ async fn deliver(
         gate: None,
     };
 
+    let claimed_at = crate::time::now_ms();
     let nonce = match steps.claim(&event).await {
         Ok(Claimed::Fresh(nonce)) => nonce,
         Ok(Claimed::Done) => {
+            steps.note(&event, vec![Fact::Duplicate]);
             let outcome = Outcome::Duplicate {
                 event_id: event_id.into_owned(),
             };
@@ -297,6 +300,15 @@ async fn deliver(
         },
     };
 
+    // What the trail records of its arrival.
+    let arrival = |state: trail::State| Fact::Received {
+        at: claimed_at,
+        replica: trail::replica().to_owned(),
+        event_type: verified.event_type.clone(),
+        signed_at: verified.timestamp,
+        state,
+        nonce_id: (nonce_id != event_id.as_ref()).then(|| nonce_id.to_owned()),
+    };
     // What an envelope of this event says, should it be kept (queued, or a
     // dead letter after repeated failures).
     let received = Received {
@@ -311,10 +323,35 @@ async fn deliver(
     if source.delivery == Delivery::Queue {
         let envelope = Envelope::new(&parts, body, received);
         let outcome = enqueue(state, &steps, &event, nonce, &envelope).await;
+        if matches!(outcome, Outcome::Queued { .. }) {
+            steps.note(&event, vec![arrival(trail::State::Waiting)]);
+        }
         return finish(state, source, Some(&verified), outcome, None);
     }
 
     let attempted = steps.attempt(&event, &parts, body.clone(), peer).await;
+    let (word, settled) = match (&attempted.attempt, &attempted.answer) {
+        (Attempt::Delivered, _) => ("forwarded", trail::State::Delivered),
+        (_, Ok(_)) => ("forwarded", trail::State::Released),
+        (_, Err(e)) => (Outcome::from(e).code(), trail::State::Released),
+    };
+    steps.note(
+        &event,
+        vec![
+            arrival(trail::State::InFlight),
+            Fact::Attempted {
+                attempt: trail_attempt(
+                    trail::Mode::Forward,
+                    word,
+                    attempted.status(),
+                    attempted.elapsed,
+                ),
+                state: settled,
+                next_attempt_at: None,
+                dead_letter_id: None,
+            },
+        ],
+    );
     let (response, error) = match (attempted.attempt, attempted.answer) {
         (Attempt::Delivered, Ok(response)) => {
             steps.delivered(&event, lock).await;
@@ -433,6 +470,15 @@ async fn count_failure(state: &State, runtime: &Runtime, mut envelope: Envelope,
         .await
     {
         Ok(id) => {
+            state.store.trail_note(
+                prefix,
+                &envelope.source,
+                &envelope.event_id,
+                vec![Fact::DeadLettered {
+                    dead_letter_id: id.clone(),
+                }],
+                runtime.config.admin.trail_max_events,
+            );
             state.metrics.dead_letter(&envelope.source);
             tracing::warn!(source = %envelope.source, event_id = %envelope.event_id, event_type = envelope.event_type.as_deref(), dlq_id = %id, attempts = count, "the app failed this event {count} times in a row; copied to the dead-letter stream");
         }

@@ -34,11 +34,12 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Delivery, Source};
-use crate::delivery::{Attempt, Gated, Steps};
+use crate::delivery::{Attempt, Gated, Steps, trail_attempt};
 use crate::envelope::Envelope;
 use crate::state::State;
 use crate::store::{self, Stored, keys};
 use crate::time::now_ms;
+use crate::trail::{self, Fact, Mode};
 
 /// How often an idle worker looks for new entries.
 pub const POLL: Duration = Duration::from_millis(100);
@@ -237,12 +238,22 @@ impl Job {
             },
         };
 
-        let attempt = envelope.attempt(&steps, &event).await;
+        let tried = envelope.attempt(&steps, &event).await;
         let attempts = envelope.attempts.saturating_add(1);
-        match attempt {
+        let fact =
+            |state: trail::State, next: Option<Duration>, dead: Option<String>| Fact::Attempted {
+                attempt: trail_attempt(Mode::Queue, tried.outcome, tried.status, tried.elapsed),
+                state,
+                next_attempt_at: next.map(|d| {
+                    now_ms().saturating_add(i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+                }),
+                dead_letter_id: dead,
+            };
+        match tried.attempt.clone() {
             Attempt::Delivered => {
                 steps.delivered(&event, lock).await;
                 self.settle(&id).await;
+                self.note(&envelope, vec![fact(trail::State::Delivered, None, None)]);
                 metrics.delivery(name, "delivered");
                 metrics.completion(name, envelope.age_secs());
                 tracing::info!(source = %name, event_id = %envelope.event_id, event_type = envelope.event_type.as_deref(), attempts, result = "delivered", "queued event delivered");
@@ -254,7 +265,8 @@ impl Job {
                 envelope.last_attempt_ms = Some(now_ms());
                 envelope.last_error = Some(error);
                 metrics.delivery(name, "dropped");
-                self.bury(&id, &mut envelope).await;
+                let dead = self.bury(&id, &mut envelope).await;
+                self.note(&envelope, vec![fact(trail::State::Dropped, None, dead)]);
             }
             Attempt::Failed { error, retry_after } => {
                 steps.release(&event, lock).await;
@@ -266,16 +278,33 @@ impl Job {
                         envelope.last_error = Some(error);
                         metrics.delivery(name, "retry");
                         self.park(&id, &envelope, delay).await;
+                        self.note(
+                            &envelope,
+                            vec![fact(trail::State::Waiting, Some(delay), None)],
+                        );
                     }
                     None => {
                         tracing::warn!(source = %name, event_id = %envelope.event_id, event_type = envelope.event_type.as_deref(), attempts, error = %error, result = "dead_lettered", "retry schedule exhausted; moved to the dead-letter stream");
                         envelope.last_error = Some(error);
                         metrics.delivery(name, "dead_lettered");
-                        self.bury(&id, &mut envelope).await;
+                        let dead = self.bury(&id, &mut envelope).await;
+                        self.note(&envelope, vec![fact(trail::State::DeadLetter, None, dead)]);
                     }
                 }
             }
         }
+    }
+
+    /// Appends facts to the envelope's event trail, without waiting.
+    fn note(&self, envelope: &Envelope, facts: Vec<Fact>) {
+        let max = self.state.runtime().config.admin.trail_max_events;
+        self.state.store.trail_note(
+            &self.prefix,
+            &envelope.source,
+            &envelope.event_id,
+            facts,
+            max,
+        );
     }
 
     /// Removes the entry from the queue.
@@ -308,7 +337,7 @@ impl Job {
     /// Makes the entry a dead letter and removes it from the queue. If that
     /// fails the entry keeps its lease and is tried again after it: a dead
     /// letter is never lost, at worst written twice.
-    async fn bury(&self, id: &str, envelope: &mut Envelope) {
+    async fn bury(&self, id: &str, envelope: &mut Envelope) -> Option<String> {
         envelope.dead_ms = Some(now_ms());
         let r = self
             .state
@@ -319,10 +348,12 @@ impl Job {
             Ok(dead_id) => {
                 self.state.metrics.dead_letter(&self.source.name);
                 tracing::info!(source = %self.source.name, event_id = %envelope.event_id, dlq_id = %dead_id, "dead letter written");
+                Some(dead_id)
             }
             Err(e) => {
                 self.state.metrics.store_errors.inc();
                 tracing::warn!(source = %self.source.name, event_id = %envelope.event_id, entry = %id, error = %e, "could not write a dead letter; the entry is retried after its lease");
+                None
             }
         }
     }

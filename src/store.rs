@@ -19,6 +19,7 @@ pub mod redis;
 pub mod sqlite;
 
 pub use self::redis::queue::Cursor;
+use crate::trail::Fact;
 
 /// A queue entry or a dead letter as its engine returns it: the entry id
 /// (a stream id on Redis, a row id on SQLite) and the encoded envelope.
@@ -199,6 +200,12 @@ impl Store {
             Store::Memory(_) | Store::Sqlite(_) => false,
             Store::Redis(store) => store.min_replicas() == 0,
         }
+    }
+
+    /// What `key` holds now (read only): done or in flight, and how long
+    /// until it expires; `None` when nothing holds it.
+    pub async fn peek(&self, key: &str) -> Result<Option<(Claim, Duration)>, Error> {
+        each!(self, store => store.peek(key).await)
     }
 
     /// Deletes `key` if it still holds `token`.
@@ -384,6 +391,97 @@ impl Store {
             Store::Memory(_) => Err(Error::NotKept),
             Store::Redis(r) => r.dead_replace(prefix, id, &envelope).await,
             Store::Sqlite(s) => s.dead_replace(id, meta, envelope).await,
+        }
+    }
+
+    // -----------------------------------------------------------------------
+    // The event trail (DESIGN §7a). `max` is `[admin] trail_max_events`;
+    // 0 writes nothing.
+
+    /// Appends `facts` to an event's trail without holding up the caller:
+    /// in place on memory, queued behind the event's own writes on SQLite, a
+    /// task of its own on Redis. A failure is logged at debug level.
+    pub fn trail_note(
+        &self,
+        prefix: &str,
+        source: &str,
+        event_id: &str,
+        facts: Vec<Fact>,
+        max: usize,
+    ) {
+        if max == 0 || facts.is_empty() {
+            return;
+        }
+        match self {
+            Store::Memory(m) => m.trail.append(source, event_id, facts, max),
+            Store::Sqlite(s) => s.trail_append(source, event_id, facts, max),
+            Store::Redis(r) => {
+                let (r, prefix, source, event_id) = (
+                    r.clone(),
+                    prefix.to_owned(),
+                    source.to_owned(),
+                    event_id.to_owned(),
+                );
+                tokio::spawn(async move {
+                    if let Err(e) = r
+                        .trail_append(&prefix, &source, &event_id, &facts, max)
+                        .await
+                    {
+                        tracing::debug!(source = %source, event_id = %event_id, error = %e, "trail write failed");
+                    }
+                });
+            }
+        }
+    }
+
+    /// [`Store::trail_note`], waiting for the write (a command that exits
+    /// right after, such as `hookgate dlq replay`).
+    pub async fn trail_write(
+        &self,
+        prefix: &str,
+        source: &str,
+        event_id: &str,
+        facts: Vec<Fact>,
+        max: usize,
+    ) -> Result<(), Error> {
+        if max == 0 || facts.is_empty() {
+            return Ok(());
+        }
+        match self {
+            Store::Memory(m) => {
+                m.trail.append(source, event_id, facts, max);
+                Ok(())
+            }
+            Store::Sqlite(s) => s.trail_write(source, event_id, facts, max).await,
+            Store::Redis(r) => r.trail_append(prefix, source, event_id, &facts, max).await,
+        }
+    }
+
+    /// An event's facts, oldest first; `None` when the trail holds none.
+    pub async fn trail_get(
+        &self,
+        prefix: &str,
+        source: &str,
+        event_id: &str,
+    ) -> Result<Option<Vec<Fact>>, Error> {
+        match self {
+            Store::Memory(m) => Ok(m.trail.get(source, event_id)),
+            Store::Sqlite(s) => s.trail_get(source, event_id).await,
+            Store::Redis(r) => r.trail_get(prefix, source, event_id).await,
+        }
+    }
+
+    /// Up to `count` events received before `before`, newest first.
+    pub async fn trail_scan(
+        &self,
+        prefix: &str,
+        before: Option<&crate::trail::Cursor>,
+        count: usize,
+    ) -> Result<Vec<crate::trail::Stored>, Error> {
+        match self {
+            Store::Memory(m) => Ok(m.trail.scan(before, count)),
+            Store::Sqlite(s) => s.trail_scan(before, count).await,
+            Store::Redis(r) => r.trail_scan(prefix, before, count).await,
         }
     }
 

@@ -63,6 +63,7 @@ pub(super) struct RawTls {
 pub(super) struct RawAdmin {
     pub listen: Option<Spanned<String>>,
     pub token: Option<Spanned<RawSecret>>,
+    pub trail_max_events: Option<Spanned<i64>>,
 }
 
 #[derive(Deserialize)]

@@ -89,8 +89,12 @@ pub struct Admin {
     pub token: Option<Secret>,
     /// The file behind a `{ file = … }` token, watched for changes.
     pub token_file: Option<PathBuf>,
+    /// Events the trail keeps (DESIGN §7a); 0 turns it off.
+    pub trail_max_events: usize,
 }
 
+/// More events than a trail is for: a typo, not a setting.
+const MAX_TRAIL_EVENTS: usize = 10_000_000;
 const DEFAULT_UPSTREAM_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_MAX_BODY_BYTES: usize = 1_048_576;
 const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
@@ -364,9 +368,24 @@ pub(super) fn build_admin(
         Some(entry) => resolve_secret(c, entry, "admin.token", &mut token_files)
             .map(|(secret, _)| Some(secret)),
     };
+    let trail_max_events = match raw.and_then(|r| r.get_ref().trail_max_events.as_ref()) {
+        None => Some(crate::trail::DEFAULT_MAX_EVENTS),
+        Some(v) => match usize::try_from(*v.get_ref()) {
+            Ok(n) if n <= MAX_TRAIL_EVENTS => Some(n),
+            _ => {
+                c.at(
+                    v,
+                    "admin.trail_max_events",
+                    format!("must be a whole number from 0 (no trail) to {MAX_TRAIL_EVENTS}"),
+                );
+                None
+            }
+        },
+    };
     Some(Admin {
         listen: listen?,
         token: token?,
         token_file: token_files.pop(),
+        trail_max_events: trail_max_events?,
     })
 }

@@ -38,6 +38,8 @@ use tokio::time::Instant;
 
 use super::{Claim, Error, VERSION_TTL};
 
+pub mod trail;
+
 /// The first 16 bytes of a SHA-256 digest: a fixed-size stand-in for a key or token.
 type Digest = [u8; 16];
 
@@ -92,6 +94,8 @@ pub struct MemoryStore {
     wake: Arc<Notify>,
     /// Spawns the purge task on first use (inside the runtime that uses the store).
     purge_started: Once,
+    /// The event trail (DESIGN §7a), kept in the process like everything else here.
+    pub trail: trail::Trail,
 }
 
 struct Shared {
@@ -192,6 +196,7 @@ impl MemoryStore {
             }),
             wake: Arc::new(Notify::new()),
             purge_started: Once::new(),
+            trail: trail::Trail::default(),
         }
     }
 
@@ -251,6 +256,26 @@ impl MemoryStore {
             state.remove(&key);
         }
         Ok(())
+    }
+
+    /// What `key` holds now: done or in flight, and for how long still.
+    pub async fn peek(&self, key: &str) -> Result<Option<(Claim, Duration)>, Error> {
+        let now = self.shared.now();
+        let key = self.shared.digest(key);
+        let state = self.lock();
+        Ok(state
+            .entries
+            .get(&key)
+            .filter(|entry| entry.expires_at() > now)
+            .map(|entry| {
+                let left = Duration::from_millis(entry.expires_at().saturating_sub(now));
+                let held = if entry.value == DONE {
+                    Claim::Done
+                } else {
+                    Claim::InFlight
+                };
+                (held, left)
+            }))
     }
 
     /// Always answers: the memory store cannot be unreachable.

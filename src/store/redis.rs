@@ -50,6 +50,7 @@ mod lanes;
 pub mod queue;
 mod scrub;
 pub mod sentinel;
+pub mod trail;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, OnceLock};
@@ -481,6 +482,30 @@ impl RedisStore {
         T: redis::FromRedisValue + Send,
     {
         self.run(|mut conn| async move { cmd.query_async(&mut conn).await })
+            .await
+    }
+
+    /// What `key` holds now: done or in flight, and for how long still.
+    pub async fn peek(&self, key: &str) -> Result<Option<(Claim, Duration)>, Error> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("GET").arg(key).cmd("PTTL").arg(key);
+        let (value, ttl): (Option<String>, i64) = self.query_pipeline(&pipe).await?;
+        Ok(value.map(|v| {
+            let held = if v == "done" {
+                Claim::Done
+            } else {
+                Claim::InFlight
+            };
+            (held, Duration::from_millis(u64::try_from(ttl).unwrap_or(0)))
+        }))
+    }
+
+    /// Runs a pipeline (its commands on keys of one slot) in one round trip.
+    pub async fn query_pipeline<T>(&self, pipe: &redis::Pipeline) -> Result<T, Error>
+    where
+        T: redis::FromRedisValue + Send,
+    {
+        self.run(|mut conn| async move { pipe.query_async(&mut conn).await })
             .await
     }
 

@@ -229,6 +229,33 @@ impl SqliteStore {
         .map(|_| ())
     }
 
+    /// What the nonce `key` holds now: done or in flight, and for how long still.
+    pub async fn peek(&self, key: &str) -> Result<Option<(Claim, Duration)>, Error> {
+        let Named::Nonce { source, id } = self.named(key)? else {
+            return Ok(None);
+        };
+        let (source, id) = (source.to_owned(), id.to_owned());
+        let now = crate::time::now_ms();
+        let row: Option<(String, i64)> = self
+            .read(move |conn| {
+                conn.prepare_cached(
+                    "SELECT state, expires_ms FROM nonces WHERE source = ?1 AND event_id = ?2 AND expires_ms > ?3",
+                )?
+                .query_row(params![source, id, now], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()
+            })
+            .await?;
+        Ok(row.map(|(state, expires)| {
+            let left = Duration::from_millis(u64::try_from(expires - now).unwrap_or(0));
+            let held = if state == "done" {
+                Claim::Done
+            } else {
+                Claim::InFlight
+            };
+            (held, left)
+        }))
+    }
+
     /// A write through the writer: the file takes writes.
     pub async fn ping(&self) -> Result<(), Error> {
         self.call(Op::Ping).await.map(|_| ())
@@ -387,6 +414,94 @@ impl SqliteStore {
             Reply::Replaced(id) => Ok(id.map(|id| id.to_string())),
             other => Err(unexpected(&other)),
         }
+    }
+
+    /// Appends facts to an event's trail, without waiting for the write: it
+    /// goes in the writer's next batch, behind the event's own writes sent
+    /// before it.
+    pub fn trail_append(
+        &self,
+        source: &str,
+        event_id: &str,
+        facts: Vec<crate::trail::Fact>,
+        max: usize,
+    ) {
+        let (reply, _) = oneshot::channel();
+        let _ = self.inner.writer.send(Job {
+            op: Op::Trail {
+                source: source.to_owned(),
+                event_id: event_id.to_owned(),
+                facts,
+                max,
+            },
+            reply,
+        });
+    }
+
+    /// [`SqliteStore::trail_append`], waiting until the write is committed.
+    pub async fn trail_write(
+        &self,
+        source: &str,
+        event_id: &str,
+        facts: Vec<crate::trail::Fact>,
+        max: usize,
+    ) -> Result<(), Error> {
+        self.call(Op::Trail {
+            source: source.to_owned(),
+            event_id: event_id.to_owned(),
+            facts,
+            max,
+        })
+        .await
+        .map(|_| ())
+    }
+
+    pub async fn trail_get(
+        &self,
+        source: &str,
+        event_id: &str,
+    ) -> Result<Option<Vec<crate::trail::Fact>>, Error> {
+        let (source, event_id) = (source.to_owned(), event_id.to_owned());
+        let text: Option<String> = self
+            .read(move |conn| {
+                conn.prepare_cached("SELECT facts FROM events WHERE source = ?1 AND event_id = ?2")?
+                    .query_row(params![source, event_id], |r| r.get(0))
+                    .optional()
+            })
+            .await?;
+        Ok(text.map(|t| serde_json::from_str(&t).unwrap_or_default()))
+    }
+
+    /// Up to `count` events received before `before`, newest first.
+    pub async fn trail_scan(
+        &self,
+        before: Option<&crate::trail::Cursor>,
+        count: usize,
+    ) -> Result<Vec<crate::trail::Stored>, Error> {
+        let before = before.cloned();
+        let count = i64::try_from(count).unwrap_or(i64::MAX);
+        self.read(move |conn| {
+            let (ms, source, id) = match &before {
+                Some(c) => (c.received_ms, c.source.clone(), c.event_id.clone()),
+                None => (i64::MAX, String::new(), String::new()),
+            };
+            let mut stmt = conn.prepare_cached(
+                "SELECT source, event_id, received_ms, facts FROM events \
+                 WHERE (received_ms, source, event_id) < (?1, ?2, ?3) OR ?4 \
+                 ORDER BY received_ms DESC, source DESC, event_id DESC LIMIT ?5",
+            )?;
+            let rows = stmt.query_map(params![ms, source, id, before.is_none(), count], |r| {
+                let facts: String = r.get(3)?;
+                Ok(crate::trail::Stored {
+                    source: r.get(0)?,
+                    event_id: r.get(1)?,
+                    received_ms: r.get(2)?,
+                    facts: serde_json::from_str(&facts).unwrap_or_default(),
+                })
+            })?;
+            rows.collect()
+        })
+        .await
     }
 
     pub async fn queue_depth(&self, source: &str) -> Result<i64, Error> {

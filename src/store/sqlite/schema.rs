@@ -8,6 +8,7 @@
 //! | `failures` | forward-mode event the app failed | `source`, `event_id`, `count` |
 //! | `queue` | queued event | `id`, `source`, `event_id`, `event_type`, `attempts`, `last_error`, `due_ms`, `lease_owner` |
 //! | `dead_letters` | dead letter | `id`, `source`, `event_id`, `event_type`, `attempts`, `last_error`, `dead_ms` |
+//! | `events` | event in the trail (DESIGN §7a) | `source`, `event_id`, `event_type`, `state`, `received_ms`, `facts` (JSON) |
 //!
 //! Times are unix milliseconds. `envelope` holds the stored request: JSON
 //! metadata, a newline, the raw body. The schema uses nothing newer than
@@ -16,7 +17,8 @@
 use rusqlite::Connection;
 
 /// Each step takes the file from version `index` to `index + 1`.
-const STEPS: &[&str] = &[r"
+pub const STEPS: &[&str] = &[
+    r"
 CREATE TABLE nonces (
     source     TEXT NOT NULL,
     event_id   TEXT NOT NULL,
@@ -81,7 +83,20 @@ CREATE TABLE dead_letters (
     envelope    BLOB NOT NULL
 );
 CREATE INDEX dead_letters_source ON dead_letters (source, id);
-"];
+",
+    r"
+CREATE TABLE events (
+    source      TEXT NOT NULL,
+    event_id    TEXT NOT NULL,
+    event_type  TEXT,
+    state       TEXT NOT NULL,
+    received_ms INTEGER NOT NULL,
+    facts       TEXT NOT NULL,
+    PRIMARY KEY (source, event_id)
+) WITHOUT ROWID;
+CREATE INDEX events_received ON events (received_ms, source, event_id);
+",
+];
 
 /// The schema version this build writes.
 pub const VERSION: i64 = STEPS.len() as i64;
@@ -147,6 +162,7 @@ mod tests {
             "failures",
             "queue",
             "dead_letters",
+            "events",
         ] {
             let n: i64 = conn
                 .query_row(
@@ -159,6 +175,24 @@ mod tests {
         }
         // Again: nothing to do.
         assert_eq!(migrate(&mut conn).expect("again"), VERSION);
+    }
+
+    #[test]
+    fn a_version_1_file_is_migrated_keeping_its_rows() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        conn.execute_batch(STEPS[0]).expect("version 1");
+        conn.pragma_update(None, "user_version", 1).expect("set");
+        conn.execute("INSERT INTO nonces VALUES ('s', 'e', 'done', NULL, 9)", [])
+            .expect("row");
+        assert_eq!(migrate(&mut conn).expect("migrate"), 1);
+        let n: i64 = conn
+            .query_row("SELECT count(*) FROM nonces", [], |r| r.get(0))
+            .expect("count");
+        assert_eq!(n, 1);
+        let events: i64 = conn
+            .query_row("SELECT count(*) FROM events", [], |r| r.get(0))
+            .expect("the new table");
+        assert_eq!(events, 0);
     }
 
     #[test]

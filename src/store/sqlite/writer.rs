@@ -111,6 +111,14 @@ pub enum Op {
         meta: Meta,
         envelope: Vec<u8>,
     },
+    /// Facts appended to an event's trail; the oldest events beyond `max`
+    /// are trimmed by the purge.
+    Trail {
+        source: String,
+        event_id: String,
+        facts: Vec<crate::trail::Fact>,
+        max: usize,
+    },
     /// A write that changes nothing, to show the file takes writes.
     Ping,
 }
@@ -120,7 +128,12 @@ impl Op {
     fn durable(&self) -> bool {
         !matches!(
             self,
-            Op::Claim { .. } | Op::Release { .. } | Op::Failure { .. } | Op::Take { .. } | Op::Ping
+            Op::Claim { .. }
+                | Op::Release { .. }
+                | Op::Failure { .. }
+                | Op::Take { .. }
+                | Op::Trail { .. }
+                | Op::Ping
         )
     }
 }
@@ -152,6 +165,8 @@ fn failed(e: rusqlite::Error) -> Error {
 /// Runs until every sender is gone.
 pub fn run(mut conn: Connection, sync: Sync, jobs: Receiver<Job>, observers: Observers) {
     let mut synchronous = None;
+    // The trail's bound, as the latest trail write gave it.
+    let mut trail_max = None;
     let mut last_purge = Instant::now();
     loop {
         let first = match jobs.recv_timeout(PURGE_EVERY) {
@@ -161,7 +176,7 @@ pub fn run(mut conn: Connection, sync: Sync, jobs: Receiver<Job>, observers: Obs
         };
         if last_purge.elapsed() >= PURGE_EVERY {
             last_purge = Instant::now();
-            if let Err(e) = purge(&mut conn, now_ms()) {
+            if let Err(e) = purge(&mut conn, now_ms(), trail_max) {
                 tracing::warn!(error = %e, "sqlite: purging expired rows failed");
             }
         }
@@ -172,6 +187,12 @@ pub fn run(mut conn: Connection, sync: Sync, jobs: Receiver<Job>, observers: Obs
                 Ok(job) => batch.push(job),
                 Err(_) => break,
             }
+        }
+        if let Some(max) = batch.iter().rev().find_map(|j| match &j.op {
+            Op::Trail { max, .. } => Some(*max),
+            _ => None,
+        }) {
+            trail_max = Some(max);
         }
         let durable = sync == Sync::Full && batch.iter().any(|j| j.op.durable());
         let wanted = match (sync, durable) {
@@ -480,6 +501,40 @@ fn apply(tx: &Transaction<'_>, op: &Op, now: i64) -> rusqlite::Result<Reply> {
                 .execute(params![id, meta.attempts, meta.last_error, envelope])?;
             Ok(Reply::Replaced((n == 1).then_some(*id)))
         }
+        Op::Trail {
+            source,
+            event_id,
+            facts,
+            ..
+        } => {
+            let held: Option<String> = tx
+                .prepare_cached("SELECT facts FROM events WHERE source = ?1 AND event_id = ?2")?
+                .query_row(params![source, event_id], |r| r.get(0))
+                .optional()?;
+            let mut all: Vec<crate::trail::Fact> = match &held {
+                Some(text) => serde_json::from_str(text).unwrap_or_default(),
+                None => Vec::new(),
+            };
+            all.extend(facts.iter().cloned());
+            // An event not held yet is taken only from its `Received` fact.
+            let Some(record) = crate::trail::Record::fold(source, event_id, &all) else {
+                return Ok(Reply::Done);
+            };
+            let text = serde_json::to_string(&all).unwrap_or_else(|_| "[]".into());
+            tx.prepare_cached(
+                "INSERT OR REPLACE INTO events (source, event_id, event_type, state, received_ms, facts) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![
+                source,
+                event_id,
+                record.event_type,
+                record.state.word(),
+                record.received_ms,
+                text
+            ])?;
+            Ok(Reply::Done)
+        }
         Op::Ping => {
             // Rewrites the header page: a real write through the WAL.
             tx.pragma_update(None, "user_version", super::schema::VERSION)?;
@@ -488,11 +543,22 @@ fn apply(tx: &Transaction<'_>, op: &Op, now: i64) -> rusqlite::Result<Reply> {
     }
 }
 
-/// Deletes expired nonces, leases, versions and failure counts, at most
-/// [`PURGE_LIMIT`] of each.
-pub fn purge(conn: &mut Connection, now: i64) -> rusqlite::Result<usize> {
+/// Deletes expired nonces, leases, versions and failure counts, and the
+/// oldest trail events beyond `trail_max`, at most [`PURGE_LIMIT`] of each.
+pub fn purge(conn: &mut Connection, now: i64, trail_max: Option<usize>) -> rusqlite::Result<usize> {
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     let mut n = 0;
+    if let Some(max) = trail_max {
+        let held: i64 = tx.query_row("SELECT count(*) FROM events", [], |r| r.get(0))?;
+        let over = held.saturating_sub(i64::try_from(max).unwrap_or(i64::MAX));
+        if over > 0 {
+            n += tx.execute(
+                "DELETE FROM events WHERE (source, event_id) IN \
+                 (SELECT source, event_id FROM events ORDER BY received_ms, source, event_id LIMIT ?1)",
+                params![over.min(PURGE_LIMIT)],
+            )?;
+        }
+    }
     for (table, key) in [
         ("nonces", "source, event_id"),
         ("leases", "source, resource"),

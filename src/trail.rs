@@ -1,0 +1,533 @@
+//! The event trail (DESIGN §7a): what happened to each verified event.
+//!
+//! A trail is a list of [`Fact`]s per `(source, event id)`: received,
+//! each attempt at the app, each duplicate answered, a dead letter written.
+//! Engines only append facts and hand them back (the memory store in the
+//! process, the sqlite `events` table, Redis lists); the [`Record`] an
+//! operator reads, its state included, is folded from them here, once for
+//! every engine. Bodies are never in the trail, and nothing is recorded for a
+//! rejected request: only events that passed verification and took their
+//! nonce (or were answered as duplicates of one).
+//!
+//! Trail writes are best effort and never hold up an answer: they go out
+//! beside the event's own writes, and a failed one is logged, not counted as
+//! a store error (the event itself is not affected).
+
+use serde::{Deserialize, Serialize};
+
+use crate::time::now_ms;
+
+/// Events the trail keeps by default (`[admin] trail_max_events`).
+pub const DEFAULT_MAX_EVENTS: usize = 100_000;
+/// Records per page of `GET /events` by default, and at most.
+pub const DEFAULT_LIMIT: usize = 50;
+pub const MAX_LIMIT: usize = 1000;
+
+/// Where an event is now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum State {
+    /// Forward mode: on its way to the app now.
+    InFlight,
+    /// The app answered 2xx.
+    Delivered,
+    /// Forward mode: the app failed; the sender's retry is expected.
+    Released,
+    /// Queued: the next attempt is at `next_attempt_at`.
+    Waiting,
+    /// Queue: the app answered a 4xx; kept as a dead letter, not retried.
+    Dropped,
+    /// A dead letter waits for a replay.
+    DeadLetter,
+}
+
+impl State {
+    pub const ALL: [State; 6] = [
+        State::InFlight,
+        State::Delivered,
+        State::Released,
+        State::Waiting,
+        State::Dropped,
+        State::DeadLetter,
+    ];
+
+    pub fn word(self) -> &'static str {
+        match self {
+            State::InFlight => "in_flight",
+            State::Delivered => "delivered",
+            State::Released => "released",
+            State::Waiting => "waiting",
+            State::Dropped => "dropped",
+            State::DeadLetter => "dead_letter",
+        }
+    }
+
+    pub fn parse(word: &str) -> Option<State> {
+        State::ALL.into_iter().find(|s| s.word() == word)
+    }
+}
+
+/// How a delivery attempt was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Forward,
+    Queue,
+    Replay,
+}
+
+/// One attempt at the app.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// Unix ms.
+    pub at: i64,
+    pub replica: String,
+    pub mode: Mode,
+    /// The §3 outcome word: `forwarded`, `upstream_unavailable`,
+    /// `upstream_timeout`, or for queue attempts and replays `delivered`,
+    /// `retry`, `dropped`, `dead_lettered`.
+    pub outcome: String,
+    /// The app's status, when it answered.
+    pub status: Option<u16>,
+    pub duration_ms: u64,
+}
+
+/// One thing that happened to an event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "fact", rename_all = "snake_case")]
+pub enum Fact {
+    /// hookgate took the event (its nonce, or its enqueue).
+    Received {
+        at: i64,
+        replica: String,
+        event_type: Option<String>,
+        /// The sender's signed timestamp (unix seconds), when signed.
+        signed_at: Option<i64>,
+        /// `in_flight` (forward) or `waiting` (queue).
+        state: State,
+        /// What the nonce is keyed by when not the event id (an unsigned
+        /// id: the body's digest).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        nonce_id: Option<String>,
+    },
+    /// An attempt at the app, and where it left the event.
+    Attempted {
+        attempt: Attempt,
+        state: State,
+        /// Unix ms of the next attempt (queue).
+        next_attempt_at: Option<i64>,
+        dead_letter_id: Option<String>,
+    },
+    /// A sender's copy answered `200 duplicate`.
+    Duplicate,
+    /// Copied to the dead letters outside an attempt (forward mode's third
+    /// failure in a row).
+    DeadLettered { dead_letter_id: String },
+}
+
+/// An event as an operator reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Record {
+    pub source: String,
+    pub event_id: String,
+    pub event_type: Option<String>,
+    pub state: State,
+    /// RFC 3339.
+    pub received_at: Option<String>,
+    /// The replica that first received it.
+    pub replica: Option<String>,
+    pub signed_at: Option<String>,
+    pub duplicates: u64,
+    pub attempts: Vec<AttemptView>,
+    pub next_attempt_at: Option<String>,
+    pub dead_letter_id: Option<String>,
+    /// Unix ms of `received_at`, for ordering (not serialized).
+    #[serde(skip)]
+    pub received_ms: i64,
+    /// What the nonce is keyed by (not serialized).
+    #[serde(skip)]
+    pub nonce_id: String,
+}
+
+/// An attempt as `GET /events` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AttemptView {
+    pub at: String,
+    pub replica: String,
+    pub mode: Mode,
+    pub outcome: String,
+    pub status: Option<u16>,
+    pub duration_ms: u64,
+}
+
+/// Unix ms as RFC 3339 (UTC, milliseconds).
+pub fn rfc3339(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let millis = ms.rem_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian
+/// (H. Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+impl Record {
+    /// Folds an event's facts, oldest first, into what it is now. `None`
+    /// when they hold no `Received` (its first facts were trimmed away).
+    pub fn fold(source: &str, event_id: &str, facts: &[Fact]) -> Option<Record> {
+        let mut record: Option<Record> = None;
+        for fact in facts {
+            match fact {
+                Fact::Received {
+                    at,
+                    replica,
+                    event_type,
+                    signed_at,
+                    state,
+                    nonce_id,
+                } => {
+                    if record.is_none() {
+                        record = Some(Record {
+                            source: source.to_owned(),
+                            event_id: event_id.to_owned(),
+                            event_type: event_type.clone(),
+                            state: *state,
+                            received_at: Some(rfc3339(*at)),
+                            replica: Some(replica.clone()),
+                            signed_at: signed_at.map(|s| rfc3339(s.saturating_mul(1000))),
+                            duplicates: 0,
+                            attempts: Vec::new(),
+                            next_attempt_at: (*state == State::Waiting).then(|| rfc3339(*at)),
+                            dead_letter_id: None,
+                            received_ms: *at,
+                            nonce_id: nonce_id.clone().unwrap_or_else(|| event_id.to_owned()),
+                        });
+                    } else if let Some(r) = record.as_mut()
+                        && r.state != State::DeadLetter
+                    {
+                        // A sender's retry taken afresh after a release.
+                        r.state = *state;
+                    }
+                }
+                Fact::Attempted {
+                    attempt,
+                    state,
+                    next_attempt_at,
+                    dead_letter_id,
+                } => {
+                    let Some(r) = record.as_mut() else { continue };
+                    r.attempts.push(AttemptView {
+                        at: rfc3339(attempt.at),
+                        replica: attempt.replica.clone(),
+                        mode: attempt.mode,
+                        outcome: attempt.outcome.clone(),
+                        status: attempt.status,
+                        duration_ms: attempt.duration_ms,
+                    });
+                    // A dead letter stays one until a delivery gets through.
+                    let failed_again = matches!(state, State::InFlight | State::Released);
+                    if !(r.state == State::DeadLetter && failed_again) {
+                        r.state = *state;
+                    }
+                    r.next_attempt_at = next_attempt_at.map(rfc3339);
+                    if let Some(id) = dead_letter_id {
+                        r.dead_letter_id = Some(id.clone());
+                    } else if *state == State::Delivered && attempt.mode == Mode::Replay {
+                        // A replay that got through removed its dead letter.
+                        r.dead_letter_id = None;
+                    }
+                }
+                Fact::Duplicate => {
+                    if let Some(r) = record.as_mut() {
+                        r.duplicates += 1;
+                    }
+                }
+                Fact::DeadLettered { dead_letter_id } => {
+                    if let Some(r) = record.as_mut() {
+                        r.dead_letter_id = Some(dead_letter_id.clone());
+                        if r.state != State::Delivered {
+                            r.state = State::DeadLetter;
+                        }
+                    }
+                }
+            }
+        }
+        record
+    }
+}
+
+/// What `GET /events` and `hookgate events list` filter on.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    pub source: Option<String>,
+    pub state: Option<State>,
+    pub event_type: Option<String>,
+    pub limit: usize,
+    /// A cursor from a previous page's `next`.
+    pub before: Option<Cursor>,
+}
+
+/// Where a page ended: the received time and key of its last record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor {
+    pub received_ms: i64,
+    pub source: String,
+    pub event_id: String,
+}
+
+impl Cursor {
+    /// `received_ms.source.event_id`, with the id hex-encoded so the cursor
+    /// is one URL-safe word.
+    pub fn encode(&self) -> String {
+        format!(
+            "{}.{}.{}",
+            self.received_ms,
+            self.source,
+            hex::encode(self.event_id.as_bytes())
+        )
+    }
+
+    pub fn decode(text: &str) -> Option<Cursor> {
+        let mut parts = text.splitn(3, '.');
+        let received_ms = parts.next()?.parse().ok()?;
+        let source = parts.next()?.to_owned();
+        let id = hex::decode(parts.next()?).ok()?;
+        Some(Cursor {
+            received_ms,
+            source,
+            event_id: String::from_utf8(id).ok()?,
+        })
+    }
+}
+
+/// One page, newest first.
+#[derive(Debug, Clone, Serialize)]
+pub struct Page {
+    pub events: Vec<Record>,
+    pub next: Option<String>,
+}
+
+/// An event's facts as an engine returns them while listing.
+#[derive(Debug, Clone)]
+pub struct Stored {
+    pub source: String,
+    pub event_id: String,
+    pub received_ms: i64,
+    pub facts: Vec<Fact>,
+}
+
+impl Filter {
+    pub fn matches(&self, r: &Record) -> bool {
+        self.source.as_deref().is_none_or(|s| s == r.source)
+            && self.state.is_none_or(|s| s == r.state)
+            && self
+                .event_type
+                .as_deref()
+                .is_none_or(|t| r.event_type.as_deref() == Some(t))
+    }
+
+    pub fn limit(&self) -> usize {
+        match self.limit {
+            0 => DEFAULT_LIMIT,
+            n => n.min(MAX_LIMIT),
+        }
+    }
+}
+
+/// This replica's name in the trail, read once: see [`replica_name`].
+pub fn replica() -> &'static str {
+    static NAME: std::sync::LazyLock<String> = std::sync::LazyLock::new(replica_name);
+    &NAME
+}
+
+/// This replica's name in the trail: `$HOOKGATE_REPLICA`, else the host name
+/// (a pod's name on Kubernetes), else `hookgate`.
+pub fn replica_name() -> String {
+    std::env::var("HOOKGATE_REPLICA")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "hookgate".to_owned())
+}
+
+/// A `Received` fact stamped now.
+pub fn received(
+    replica: &str,
+    event_type: Option<&str>,
+    signed_at: Option<i64>,
+    state: State,
+) -> Fact {
+    Fact::Received {
+        at: now_ms(),
+        replica: replica.to_owned(),
+        event_type: event_type.map(str::to_owned),
+        signed_at,
+        state,
+        nonce_id: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attempt(outcome: &str, status: Option<u16>) -> Attempt {
+        Attempt {
+            at: 1_700_000_001_000,
+            replica: "pod-a".into(),
+            mode: Mode::Queue,
+            outcome: outcome.into(),
+            status,
+            duration_ms: 12,
+        }
+    }
+
+    #[test]
+    fn rfc3339_of_known_instants() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(1_700_000_000_123), "2023-11-14T22:13:20.123Z");
+        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn a_queued_event_that_fails_then_is_replayed() {
+        let facts = vec![
+            Fact::Received {
+                at: 1_700_000_000_000,
+                replica: "pod-a".into(),
+                event_type: Some("invoice.paid".into()),
+                signed_at: Some(1_700_000_000),
+                state: State::Waiting,
+                nonce_id: None,
+            },
+            Fact::Duplicate,
+            Fact::Attempted {
+                attempt: attempt("retry", Some(503)),
+                state: State::Waiting,
+                next_attempt_at: Some(1_700_000_011_000),
+                dead_letter_id: None,
+            },
+            Fact::Attempted {
+                attempt: attempt("dead_lettered", Some(503)),
+                state: State::DeadLetter,
+                next_attempt_at: None,
+                dead_letter_id: Some("7".into()),
+            },
+        ];
+        let r = Record::fold("stripe", "evt_1", &facts).expect("record");
+        assert_eq!(r.state, State::DeadLetter);
+        assert_eq!(r.duplicates, 1);
+        assert_eq!(r.attempts.len(), 2);
+        assert_eq!(r.dead_letter_id.as_deref(), Some("7"));
+        assert_eq!(r.next_attempt_at, None);
+        let mut more = facts.clone();
+        more.push(Fact::Attempted {
+            attempt: Attempt {
+                mode: Mode::Replay,
+                ..attempt("delivered", Some(200))
+            },
+            state: State::Delivered,
+            next_attempt_at: None,
+            dead_letter_id: None,
+        });
+        let r = Record::fold("stripe", "evt_1", &more).expect("record");
+        assert_eq!(r.state, State::Delivered);
+        assert_eq!(r.dead_letter_id, None);
+        let json = serde_json::to_value(&r).expect("json");
+        assert_eq!(json["attempts"][2]["mode"], "replay");
+        assert_eq!(json["received_at"], "2023-11-14T22:13:20.000Z");
+        assert!(json.get("received_ms").is_none());
+    }
+
+    #[test]
+    fn a_forward_failure_copied_to_the_dead_letters_then_retried_through() {
+        let mut facts = vec![
+            received("a", None, None, State::InFlight),
+            Fact::Attempted {
+                attempt: Attempt {
+                    mode: Mode::Forward,
+                    ..attempt("forwarded", Some(500))
+                },
+                state: State::Released,
+                next_attempt_at: None,
+                dead_letter_id: None,
+            },
+            Fact::DeadLettered {
+                dead_letter_id: "3".into(),
+            },
+        ];
+        let r = Record::fold("s", "e", &facts).expect("record");
+        assert_eq!(r.state, State::DeadLetter);
+        // A sender's retry that fails again leaves it a dead letter.
+        facts.push(received("b", None, None, State::InFlight));
+        facts.push(Fact::Attempted {
+            attempt: Attempt {
+                mode: Mode::Forward,
+                ..attempt("upstream_unavailable", None)
+            },
+            state: State::Released,
+            next_attempt_at: None,
+            dead_letter_id: None,
+        });
+        let r = Record::fold("s", "e", &facts).expect("record");
+        assert_eq!(r.state, State::DeadLetter);
+        facts.push(received("b", None, None, State::InFlight));
+        facts.push(Fact::Attempted {
+            attempt: Attempt {
+                mode: Mode::Forward,
+                ..attempt("forwarded", Some(200))
+            },
+            state: State::Delivered,
+            next_attempt_at: None,
+            dead_letter_id: None,
+        });
+        let r = Record::fold("s", "e", &facts).expect("record");
+        assert_eq!(r.state, State::Delivered);
+        assert_eq!(r.replica.as_deref(), Some("a"));
+        // The dead letter is still there until a replay finds it delivered.
+        assert_eq!(r.dead_letter_id.as_deref(), Some("3"));
+        assert_eq!(Record::fold("s", "e", &[Fact::Duplicate]), None);
+    }
+
+    #[test]
+    fn cursors_round_trip_any_id() {
+        let c = Cursor {
+            received_ms: 42,
+            source: "stripe".into(),
+            event_id: "evt.with.dots/and spaces".into(),
+        };
+        assert_eq!(Cursor::decode(&c.encode()), Some(c));
+        assert_eq!(Cursor::decode("x.y.z"), None);
+    }
+
+    #[test]
+    fn facts_round_trip_as_json() {
+        let f = received("r", Some("t"), Some(5), State::Waiting);
+        let text = serde_json::to_string(&f).expect("json");
+        assert!(text.contains(r#""fact":"received""#), "{text}");
+        assert_eq!(serde_json::from_str::<Fact>(&text).expect("back"), f);
+        assert_eq!(State::parse("dead_letter"), Some(State::DeadLetter));
+        assert_eq!(State::parse("nope"), None);
+    }
+}
