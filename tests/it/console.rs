@@ -275,6 +275,44 @@ async fn dead_letters_are_replayed_one_then_all_each_received_once() {
         6,
         "three refusals, three deliveries, nothing else"
     );
+
+    // Find one by id: its page shows both attempts, the queue's 400 and the replay.
+    client
+        .goto(&format!("{admin}/console/events"))
+        .await
+        .expect("events");
+    wait_text(client, "table.events", "evt_console_2").await;
+    let label = client
+        .find(Locator::Css("label[for=id]"))
+        .await
+        .expect("label");
+    assert_eq!(label.text().await.expect("label text"), "Event id");
+    client
+        .find(Locator::Css("input[name=id]"))
+        .await
+        .expect("the Event id field")
+        .send_keys("evt_console_2")
+        .await
+        .expect("type the id");
+    click_button(client, "//form[contains(@class,'search')]", "Search").await;
+    wait_text(client, "dl.facts", "delivered").await;
+    let attempts = wait_text(client, "table.attempts", "replay").await;
+    let rows = client
+        .find_all(Locator::Css("table.attempts tbody tr"))
+        .await
+        .expect("attempt rows");
+    assert_eq!(rows.len(), 2, "{attempts}");
+    assert!(
+        attempts.contains("queue") && attempts.contains("400"),
+        "{attempts}"
+    );
+    assert!(attempts.contains("200"), "{attempts}");
+    let url = client.current_url().await.expect("url");
+    assert!(
+        url.path().ends_with("/console/events/shop/evt_console_2"),
+        "{url}"
+    );
+    screenshot(client, "event").await;
     browser.close().await;
 }
 
@@ -497,5 +535,33 @@ async fn hostile_values_are_shown_as_text_and_nothing_runs() {
     for url in resources(client).await {
         assert!(url.starts_with(&admin), "a resource from elsewhere: {url}");
     }
+
+    // The event's own page, reached by searching for its id.
+    client
+        .goto(&format!("{admin}/console/events"))
+        .await
+        .expect("events");
+    client
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css("input[name=id]"))
+        .await
+        .expect("the Event id field")
+        .send_keys("evt_<b>x</b>")
+        .await
+        .expect("type the id");
+    click_button(client, "//form[contains(@class,'search')]", "Search").await;
+    let facts = wait_text(client, "dl.facts", "evt_<b>x</b>").await;
+    assert!(facts.contains(script), "the type as text: {facts}");
+    assert_eq!(client.title().await.expect("title"), "Event · hookgate");
+    let pwned = client
+        .execute("return typeof window.pwned;", vec![])
+        .await
+        .expect("pwned");
+    assert_eq!(pwned, Value::String("undefined".into()));
+    assert!(
+        client.get_alert_text().await.is_err(),
+        "no alert was opened"
+    );
     browser.close().await;
 }
