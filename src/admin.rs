@@ -7,6 +7,9 @@
 //! `Authorization: Bearer <token>`. Without a token they answer 404, as if
 //! they did not exist. The token is compared in constant time (as SHA-256
 //! digests, so its length does not leak either) and never logged.
+//!
+//! `/console` and the paths under it are the console's ([`crate::console`]),
+//! which has its own sign-in and answers 404 without a token as well.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -58,6 +61,9 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let path = request.uri().path();
+    if crate::console::owns(path) {
+        return crate::console::handle(state, request).await;
+    }
     if path == "/events" || path.starts_with("/events/") {
         return events(state, request).await;
     }

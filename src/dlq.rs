@@ -170,6 +170,20 @@ impl Replayed {
     }
 }
 
+/// How far a [`Replayer::replay_all_with`] run is.
+#[derive(Debug, Clone, Copy)]
+pub enum Progress<'a> {
+    /// The entries to replay are listed; none is replayed yet.
+    Listed { total: usize },
+    /// Entry `done` of `total` (1-based) was replayed with `result`.
+    Replayed {
+        done: usize,
+        total: usize,
+        dead: &'a Dead,
+        result: &'a Replayed,
+    },
+}
+
 /// What a replay needs: the config in force (upstream, prefix), the store,
 /// the client to the app and the metrics to count its answers in.
 pub struct Replayer<'a> {
@@ -188,10 +202,31 @@ impl Replayer<'_> {
 
     /// Replays every entry (of one source, or all), oldest first.
     pub async fn replay_all(&self, source: Option<&str>) -> Result<Vec<(Dead, Replayed)>, Error> {
+        self.replay_all_with(source, |_| {}).await
+    }
+
+    /// [`Replayer::replay_all`], telling `progress` how far it got: once
+    /// with [`Progress::Listed`] when the entries are known, then once per
+    /// entry replayed. A store error stops the run (the entries not reached
+    /// stay as they were) and is returned after the entries already done
+    /// were reported.
+    pub async fn replay_all_with(
+        &self,
+        source: Option<&str>,
+        mut progress: impl FnMut(Progress<'_>),
+    ) -> Result<Vec<(Dead, Replayed)>, Error> {
         let entries = list(self.store, &self.config.store.key_prefix, source).await?;
-        let mut out = Vec::with_capacity(entries.len());
+        let total = entries.len();
+        progress(Progress::Listed { total });
+        let mut out = Vec::with_capacity(total);
         for dead in entries {
             let result = self.replay(dead.clone()).await?;
+            progress(Progress::Replayed {
+                done: out.len() + 1,
+                total,
+                dead: &dead,
+                result: &result,
+            });
             out.push((dead, result));
         }
         Ok(out)

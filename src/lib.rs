@@ -41,6 +41,10 @@
 //!   record an operator reads; [`events`] reads it for `/events` and the CLI.
 //! - [`admin`]: `/healthz`, `/readyz`, `/metrics`, and `/dlq`, `/events`
 //!   behind a token.
+//! - [`console`]: the console's pages under `/console` on the admin listener:
+//!   one function per page from a small view struct (`console/pages.rs`),
+//!   sessions and CSRF (`console/session.rs`), "Replay all" runs, static
+//!   assets compiled in.
 //!
 //! Around them: [`cli`] (the command line), [`log`] (buffered log output),
 //! [`server`] (accept loop, connection lifetimes and drain),
@@ -53,6 +57,7 @@ pub mod admin;
 pub mod allow;
 pub mod cli;
 pub mod config;
+pub mod console;
 pub mod delivery;
 pub mod dlq;
 pub mod envelope;

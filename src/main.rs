@@ -545,10 +545,14 @@ async fn dlq(path: &Path, source: Option<&str>, action: DlqAction) -> ExitCode {
             };
             let results = match (id, all) {
                 (Some(id), _) => replayer.replay_id(&id).await.map(|r| vec![(id, r)]),
-                (None, _) => replayer
-                    .replay_all(source)
-                    .await
-                    .map(|all| all.into_iter().map(|(d, r)| (d.id, r)).collect()),
+                (None, _) => {
+                    let bar = ReplayBar::new();
+                    let results = replayer
+                        .replay_all_with(source, |progress| bar.step(progress))
+                        .await;
+                    bar.finish();
+                    results.map(|all| all.into_iter().map(|(d, r)| (d.id, r)).collect())
+                }
             };
             let results = match results {
                 Ok(results) => results,
@@ -594,6 +598,64 @@ async fn dlq(path: &Path, source: Option<&str>, action: DlqAction) -> ExitCode {
                 ExitCode::FAILURE
             }
         }
+    }
+}
+
+/// The progress of `dlq replay --all` on a terminal: done / total,
+/// delivered, failed. It draws on stderr and only when stderr is a terminal,
+/// so piped output holds exactly the lines printed after the run.
+struct ReplayBar {
+    bar: indicatif::ProgressBar,
+    delivered: std::cell::Cell<usize>,
+    failed: std::cell::Cell<usize>,
+}
+
+impl ReplayBar {
+    fn new() -> ReplayBar {
+        use std::io::IsTerminal as _;
+        let bar = if std::io::stderr().is_terminal() {
+            indicatif::ProgressBar::with_draw_target(
+                Some(0),
+                indicatif::ProgressDrawTarget::stderr(),
+            )
+        } else {
+            indicatif::ProgressBar::hidden()
+        };
+        if let Ok(style) =
+            indicatif::ProgressStyle::with_template("replaying {bar:30} {pos}/{len} · {msg}")
+        {
+            bar.set_style(style);
+        }
+        ReplayBar {
+            bar,
+            delivered: std::cell::Cell::new(0),
+            failed: std::cell::Cell::new(0),
+        }
+    }
+
+    fn step(&self, progress: hookgate::dlq::Progress<'_>) {
+        match progress {
+            hookgate::dlq::Progress::Listed { total } => {
+                self.bar.set_length(total as u64);
+            }
+            hookgate::dlq::Progress::Replayed { done, result, .. } => {
+                if result.is_success() {
+                    self.delivered.set(self.delivered.get() + 1);
+                } else {
+                    self.failed.set(self.failed.get() + 1);
+                }
+                self.bar.set_position(done as u64);
+            }
+        }
+        self.bar.set_message(format!(
+            "{} delivered, {} failed",
+            self.delivered.get(),
+            self.failed.get()
+        ));
+    }
+
+    fn finish(&self) {
+        self.bar.finish_and_clear();
     }
 }
 

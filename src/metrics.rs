@@ -116,6 +116,8 @@ pub struct Metrics {
     /// the caller handled as a failed write).
     pub replication_timeouts: Family<OperationLabel, Counter>,
     pub config_reloads: Family<ReloadResult, Counter>,
+    /// Console sign-ins refused for a wrong admin token.
+    pub console_signin_failures: Counter,
     /// Seconds each SQLite group commit that holds a write backing a
     /// promise took, its fsync included.
     pub store_sync: Histogram,
@@ -245,6 +247,12 @@ impl Metrics {
             "Writes backing a promise that fewer than min_replicas replicas acknowledged within replica_timeout (WAIT), by operation",
             replication_timeouts.clone(),
         );
+        let console_signin_failures = Counter::default();
+        registry.register(
+            "hookgate_console_signin_failures",
+            "Console sign-ins refused for a wrong admin token",
+            console_signin_failures.clone(),
+        );
         let config_reloads = Family::<ReloadResult, Counter>::default();
         registry.register(
             "hookgate_config_reloads",
@@ -316,6 +324,7 @@ impl Metrics {
             store_errors,
             replication_timeouts,
             config_reloads,
+            console_signin_failures,
             store_sync,
             store_batch,
             connections_open,

@@ -17,6 +17,8 @@
 //! - `store`: the store backends against a real Redis, and the memory and
 //!   SQLite stores held to the same suite; a SQLite file opened again.
 //! - `admin`: `/healthz`, `/readyz`, `/metrics`.
+//! - `console`: the console in a real headless chromium: sign-in, events,
+//!   dead letters and their replay, CSRF and origin checks, hostile values.
 //! - `cli`: `check`, `sign`, `run` with `$HOOKGATE_CONFIG`.
 //! - `resign`: `[source.resign]` in front of an app that checks Stripe signatures itself.
 //! - `reload`: SIGHUP, refused configs, rotated secret files.
@@ -58,6 +60,7 @@ mod attacks;
 mod cli;
 mod cluster;
 mod concurrency;
+mod console;
 mod delivery_kit;
 mod dlq;
 mod eviction;

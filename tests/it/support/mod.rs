@@ -2,6 +2,7 @@
 //!
 //! - [`upstream`]: the recording application hookgate forwards to.
 //! - [`hookgate`]: the real `hookgate` binary, spawned with a config file.
+//! - [`browser`]: a real headless chromium driven over WebDriver.
 //! - [`redis`]: a real `redis-server` (and cluster) on free ports.
 //! - [`prometheus`]: a real `prometheus` server scraping hookgate.
 //! - [`keyserver`]: an HTTPS key server with a test CA (provider keys).
@@ -12,6 +13,7 @@
 
 #![allow(dead_code)] // each test file uses a different part of the helpers
 
+pub mod browser;
 pub mod hookgate;
 pub mod keyserver;
 pub mod prometheus;
