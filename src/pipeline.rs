@@ -415,23 +415,31 @@ async fn enqueue(
 ) -> Outcome {
     // Config validation refuses queue delivery on the memory store, which
     // answers every enqueue with an error.
+    // The nonce is committed with the enqueue: the event is queued and will
+    // be delivered; if the commit fails, only a sender retry after the lease
+    // could queue it a second time.
     let enqueued = state
         .store
         .enqueue(
             &steps.config.store.key_prefix,
             envelope.meta(),
             envelope.encode(),
+            Some((nonce.key(), steps.config.store.nonce_ttl)),
         )
         .await;
-    if let Err(e) = enqueued {
-        state.metrics.store_errors.inc();
-        tracing::warn!(source = %event.source, event_id = %event.event_id, error = %e, "enqueue failed");
-        steps.release(event, Some(nonce)).await;
-        return Outcome::StoreUnavailable;
+    match enqueued {
+        Ok((_, Ok(()))) => {}
+        Ok((_, Err(e))) => {
+            state.metrics.store_errors.inc();
+            tracing::warn!(source = %event.source, event_id = %event.event_id, error = %e, "nonce commit failed");
+        }
+        Err(e) => {
+            state.metrics.store_errors.inc();
+            tracing::warn!(source = %event.source, event_id = %event.event_id, error = %e, "enqueue failed");
+            steps.release(event, Some(nonce)).await;
+            return Outcome::StoreUnavailable;
+        }
     }
-    // The event is queued and will be delivered; if the commit fails, only a
-    // sender retry after the lease could queue it a second time.
-    let _ = steps.commit(event, &nonce).await;
     Outcome::Queued {
         event_id: event.event_id.to_owned(),
     }

@@ -242,17 +242,32 @@ impl Store {
 
     /// Appends an envelope to `source`'s queue; returns the entry id. The
     /// event is durable once this returns (fsynced with `sync = "full"`,
-    /// on `min_replicas` replicas with Redis).
+    /// on `min_replicas` replicas with Redis). With `commit`, the event's
+    /// nonce key is marked done for that long too: in the same transaction
+    /// on SQLite (one fsync), after the enqueue on Redis. A failed commit
+    /// does not fail the enqueue (only a sender retry after the lease could
+    /// queue the event twice); it is logged and counted by the caller.
     pub async fn enqueue(
         &self,
         prefix: &str,
         meta: Meta,
         envelope: Vec<u8>,
-    ) -> Result<String, Error> {
+        commit: Option<(&str, Duration)>,
+    ) -> Result<(String, Result<(), Error>), Error> {
         match self {
             Store::Memory(_) => Err(Error::NotKept),
-            Store::Redis(r) => r.enqueue(prefix, &meta.source, &envelope).await,
-            Store::Sqlite(s) => s.enqueue(meta, envelope).await,
+            Store::Redis(r) => {
+                let id = r.enqueue(prefix, &meta.source, &envelope).await?;
+                let committed = match commit {
+                    Some((key, ttl)) => r.commit(key, ttl).await,
+                    None => Ok(()),
+                };
+                Ok((id, committed))
+            }
+            Store::Sqlite(s) => s
+                .enqueue(meta, envelope, commit)
+                .await
+                .map(|id| (id, Ok(()))),
         }
     }
 

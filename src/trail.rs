@@ -190,6 +190,30 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
+/// Where `fact` leaves an event that is `current` (`None`: not recorded
+/// yet; stays `None` until a `Received`). [`Record::fold`] applies the same
+/// rule, so an engine can keep the state beside the facts without folding
+/// them all again.
+pub fn next_state(current: Option<State>, fact: &Fact) -> Option<State> {
+    match (current, fact) {
+        (None, Fact::Received { state, .. }) => Some(*state),
+        (None, _) => None,
+        // A sender's retry taken afresh after a release; a dead letter
+        // stays one until a delivery gets through.
+        (Some(State::DeadLetter), Fact::Received { .. }) => Some(State::DeadLetter),
+        (Some(_), Fact::Received { state, .. }) => Some(*state),
+        (Some(State::DeadLetter), Fact::Attempted { state, .. })
+            if matches!(state, State::InFlight | State::Released) =>
+        {
+            Some(State::DeadLetter)
+        }
+        (Some(_), Fact::Attempted { state, .. }) => Some(*state),
+        (Some(State::Delivered), Fact::DeadLettered { .. }) => Some(State::Delivered),
+        (Some(_), Fact::DeadLettered { .. }) => Some(State::DeadLetter),
+        (Some(s), Fact::Duplicate) => Some(s),
+    }
+}
+
 impl Record {
     /// Folds an event's facts, oldest first, into what it is now. `None`
     /// when they hold no `Received` (its first facts were trimmed away).
@@ -222,10 +246,9 @@ impl Record {
                             nonce_id: nonce_id.clone().unwrap_or_else(|| event_id.to_owned()),
                         });
                     } else if let Some(r) = record.as_mut()
-                        && r.state != State::DeadLetter
+                        && let Some(next) = next_state(Some(r.state), fact)
                     {
-                        // A sender's retry taken afresh after a release.
-                        r.state = *state;
+                        r.state = next;
                     }
                 }
                 Fact::Attempted {
@@ -243,10 +266,8 @@ impl Record {
                         status: attempt.status,
                         duration_ms: attempt.duration_ms,
                     });
-                    // A dead letter stays one until a delivery gets through.
-                    let failed_again = matches!(state, State::InFlight | State::Released);
-                    if !(r.state == State::DeadLetter && failed_again) {
-                        r.state = *state;
+                    if let Some(next) = next_state(Some(r.state), fact) {
+                        r.state = next;
                     }
                     r.next_attempt_at = next_attempt_at.map(rfc3339);
                     if let Some(id) = dead_letter_id {
@@ -264,8 +285,8 @@ impl Record {
                 Fact::DeadLettered { dead_letter_id } => {
                     if let Some(r) = record.as_mut() {
                         r.dead_letter_id = Some(dead_letter_id.clone());
-                        if r.state != State::Delivered {
-                            r.state = State::DeadLetter;
+                        if let Some(next) = next_state(Some(r.state), fact) {
+                            r.state = next;
                         }
                     }
                 }

@@ -319,8 +319,33 @@ impl SqliteStore {
         }
     }
 
-    pub async fn enqueue(&self, meta: Meta, envelope: Vec<u8>) -> Result<String, Error> {
-        match self.call(Op::Enqueue { meta, envelope }).await? {
+    /// Appends to the queue and, with `commit`, marks that nonce done, in
+    /// one transaction.
+    pub async fn enqueue(
+        &self,
+        meta: Meta,
+        envelope: Vec<u8>,
+        commit: Option<(&str, Duration)>,
+    ) -> Result<String, Error> {
+        let commit = match commit {
+            None => None,
+            Some((key, ttl)) => {
+                let Named::Nonce { source, id } = self.named(key)? else {
+                    return Err(Error::Unavailable(format!(
+                        "sqlite: {key:?} is not a nonce"
+                    )));
+                };
+                Some((source.to_owned(), id.to_owned(), ms(ttl)))
+            }
+        };
+        match self
+            .call(Op::Enqueue {
+                meta,
+                envelope,
+                commit,
+            })
+            .await?
+        {
             Reply::Id(id) => Ok(id.to_string()),
             other => Err(unexpected(&other)),
         }
@@ -469,7 +494,7 @@ impl SqliteStore {
                     .optional()
             })
             .await?;
-        Ok(text.map(|t| serde_json::from_str(&t).unwrap_or_default()))
+        Ok(text.map(|t| facts_of(&t)))
     }
 
     /// Up to `count` events received before `before`, newest first.
@@ -496,7 +521,7 @@ impl SqliteStore {
                     source: r.get(0)?,
                     event_id: r.get(1)?,
                     received_ms: r.get(2)?,
-                    facts: serde_json::from_str(&facts).unwrap_or_default(),
+                    facts: facts_of(&facts),
                 })
             })?;
             rows.collect()
@@ -579,6 +604,14 @@ fn open_writer(path: &Path) -> Result<Connection, Error> {
         tracing::info!(path = %where_, from = found, to = schema::VERSION, "sqlite schema migrated");
     }
     Ok(conn)
+}
+
+/// The `events.facts` column: one JSON fact a line (a line that does not
+/// parse is skipped).
+fn facts_of(text: &str) -> Vec<crate::trail::Fact> {
+    text.lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
 }
 
 fn ms(d: Duration) -> i64 {

@@ -8,7 +8,7 @@
 //! | `failures` | forward-mode event the app failed | `source`, `event_id`, `count` |
 //! | `queue` | queued event | `id`, `source`, `event_id`, `event_type`, `attempts`, `last_error`, `due_ms`, `lease_owner` |
 //! | `dead_letters` | dead letter | `id`, `source`, `event_id`, `event_type`, `attempts`, `last_error`, `dead_ms` |
-//! | `events` | event in the trail (DESIGN §7a) | `source`, `event_id`, `event_type`, `state`, `received_ms`, `facts` (JSON) |
+//! | `events` | event in the trail (DESIGN §7a) | `source`, `event_id`, `event_type`, `state`, `received_ms`, `facts` (one JSON fact a line) |
 //!
 //! Times are unix milliseconds. `envelope` holds the stored request: JSON
 //! metadata, a newline, the raw body. The schema uses nothing newer than

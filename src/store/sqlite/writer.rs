@@ -77,9 +77,12 @@ pub enum Op {
         id: String,
         ttl_ms: i64,
     },
+    /// With `commit`: that nonce (source, id, ttl ms) marked done in the
+    /// same transaction.
     Enqueue {
         meta: Meta,
         envelope: Vec<u8>,
+        commit: Option<(String, String, i64)>,
     },
     Take {
         source: String,
@@ -379,7 +382,18 @@ fn apply(tx: &Transaction<'_>, op: &Op, now: i64) -> rusqlite::Result<Reply> {
                 })?;
             Ok(Reply::Count(u64::try_from(count).unwrap_or(0)))
         }
-        Op::Enqueue { meta, envelope } => {
+        Op::Enqueue {
+            meta,
+            envelope,
+            commit,
+        } => {
+            if let Some((source, id, ttl_ms)) = commit {
+                tx.prepare_cached(
+                    "INSERT OR REPLACE INTO nonces (source, event_id, state, token, expires_ms) \
+                     VALUES (?1, ?2, 'done', NULL, ?3)",
+                )?
+                .execute(params![source, id, now.saturating_add(*ttl_ms)])?;
+            }
             tx.prepare_cached(
                 "INSERT INTO queue (source, event_id, event_type, attempts, last_error, \
                  enqueued_ms, due_ms, envelope) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)",
@@ -507,32 +521,55 @@ fn apply(tx: &Transaction<'_>, op: &Op, now: i64) -> rusqlite::Result<Reply> {
             facts,
             ..
         } => {
+            // The facts are JSON lines, appended; the state column moves by
+            // `next_state`, so nothing already written is read back.
             let held: Option<String> = tx
-                .prepare_cached("SELECT facts FROM events WHERE source = ?1 AND event_id = ?2")?
+                .prepare_cached("SELECT state FROM events WHERE source = ?1 AND event_id = ?2")?
                 .query_row(params![source, event_id], |r| r.get(0))
                 .optional()?;
-            let mut all: Vec<crate::trail::Fact> = match &held {
-                Some(text) => serde_json::from_str(text).unwrap_or_default(),
-                None => Vec::new(),
-            };
-            all.extend(facts.iter().cloned());
-            // An event not held yet is taken only from its `Received` fact.
-            let Some(record) = crate::trail::Record::fold(source, event_id, &all) else {
+            let was = held.as_deref().and_then(crate::trail::State::parse);
+            let state = facts
+                .iter()
+                .fold(was, |s, f| crate::trail::next_state(s, f));
+            let Some(state) = state else {
+                // An event not held yet is taken only from its `Received` fact.
                 return Ok(Reply::Done);
             };
-            let text = serde_json::to_string(&all).unwrap_or_else(|_| "[]".into());
-            tx.prepare_cached(
-                "INSERT OR REPLACE INTO events (source, event_id, event_type, state, received_ms, facts) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )?
-            .execute(params![
-                source,
-                event_id,
-                record.event_type,
-                record.state.word(),
-                record.received_ms,
-                text
-            ])?;
+            let mut lines = String::new();
+            for fact in facts {
+                if let Ok(line) = serde_json::to_string(fact) {
+                    lines.push_str(&line);
+                    lines.push('\n');
+                }
+            }
+            if held.is_some() {
+                tx.prepare_cached(
+                    "UPDATE events SET state = ?3, facts = facts || ?4 WHERE source = ?1 AND event_id = ?2",
+                )?
+                .execute(params![source, event_id, state.word(), lines])?;
+            } else {
+                let (at, event_type) = facts
+                    .iter()
+                    .find_map(|f| match f {
+                        crate::trail::Fact::Received { at, event_type, .. } => {
+                            Some((*at, event_type.clone()))
+                        }
+                        _ => None,
+                    })
+                    .unwrap_or((now, None));
+                tx.prepare_cached(
+                    "INSERT INTO events (source, event_id, event_type, state, received_ms, facts) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )?
+                .execute(params![
+                    source,
+                    event_id,
+                    event_type,
+                    state.word(),
+                    at,
+                    lines
+                ])?;
+            }
             Ok(Reply::Done)
         }
         Op::Ping => {
