@@ -202,11 +202,13 @@ pub fn next_state(current: Option<State>, fact: &Fact) -> Option<State> {
         // stays one until a delivery gets through.
         (Some(State::DeadLetter), Fact::Received { .. }) => Some(State::DeadLetter),
         (Some(_), Fact::Received { state, .. }) => Some(*state),
-        (Some(State::DeadLetter), Fact::Attempted { state, .. })
-            if matches!(state, State::InFlight | State::Released) =>
-        {
-            Some(State::DeadLetter)
-        }
+        (
+            Some(State::DeadLetter),
+            Fact::Attempted {
+                state: State::InFlight | State::Released,
+                ..
+            },
+        ) => Some(State::DeadLetter),
         (Some(_), Fact::Attempted { state, .. }) => Some(*state),
         (Some(State::Delivered), Fact::DeadLettered { .. }) => Some(State::Delivered),
         (Some(_), Fact::DeadLettered { .. }) => Some(State::DeadLetter),

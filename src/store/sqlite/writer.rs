@@ -528,9 +528,7 @@ fn apply(tx: &Transaction<'_>, op: &Op, now: i64) -> rusqlite::Result<Reply> {
                 .query_row(params![source, event_id], |r| r.get(0))
                 .optional()?;
             let was = held.as_deref().and_then(crate::trail::State::parse);
-            let state = facts
-                .iter()
-                .fold(was, |s, f| crate::trail::next_state(s, f));
+            let state = facts.iter().fold(was, crate::trail::next_state);
             let Some(state) = state else {
                 // An event not held yet is taken only from its `Received` fact.
                 return Ok(Reply::Done);
