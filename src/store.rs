@@ -431,22 +431,13 @@ impl Store {
         match self {
             Store::Memory(m) => m.trail.append(source, event_id, facts, max),
             Store::Sqlite(s) => s.trail_append(source, event_id, facts, max),
-            Store::Redis(r) => {
-                let (r, prefix, source, event_id) = (
-                    r.clone(),
-                    prefix.to_owned(),
-                    source.to_owned(),
-                    event_id.to_owned(),
-                );
-                tokio::spawn(async move {
-                    if let Err(e) = r
-                        .trail_append(&prefix, &source, &event_id, &facts, max)
-                        .await
-                    {
-                        tracing::debug!(source = %source, event_id = %event_id, error = %e, "trail write failed");
-                    }
-                });
-            }
+            Store::Redis(r) => r.trail_note(redis::trail::Item {
+                prefix: prefix.to_owned(),
+                source: source.to_owned(),
+                event_id: event_id.to_owned(),
+                facts,
+                max,
+            }),
         }
     }
 

@@ -452,11 +452,13 @@ impl SqliteStore {
         max: usize,
     ) {
         let (reply, _) = oneshot::channel();
+        let lines = lines_of(&facts);
         let _ = self.inner.writer.send(Job {
             op: Op::Trail {
                 source: source.to_owned(),
                 event_id: event_id.to_owned(),
                 facts,
+                lines,
                 max,
             },
             reply,
@@ -471,10 +473,12 @@ impl SqliteStore {
         facts: Vec<crate::trail::Fact>,
         max: usize,
     ) -> Result<(), Error> {
+        let lines = lines_of(&facts);
         self.call(Op::Trail {
             source: source.to_owned(),
             event_id: event_id.to_owned(),
             facts,
+            lines,
             max,
         })
         .await
@@ -604,6 +608,18 @@ fn open_writer(path: &Path) -> Result<Connection, Error> {
         tracing::info!(path = %where_, from = found, to = schema::VERSION, "sqlite schema migrated");
     }
     Ok(conn)
+}
+
+/// Facts as the `events.facts` column holds them, one JSON line each.
+fn lines_of(facts: &[crate::trail::Fact]) -> String {
+    let mut lines = String::new();
+    for fact in facts {
+        if let Ok(line) = serde_json::to_string(fact) {
+            lines.push_str(&line);
+            lines.push('\n');
+        }
+    }
+    lines
 }
 
 /// The `events.facts` column: one JSON fact a line (a line that does not

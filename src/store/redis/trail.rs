@@ -25,21 +25,34 @@ use crate::trail::{Cursor, Fact, Stored};
 /// How long an event's facts outlive its last one, whatever the bound.
 pub const TTL: Duration = Duration::from_secs(30 * 24 * 3600);
 
-/// KEYS[1] = the event's list, KEYS[2] = the index. ARGV[1] = received ms
-/// (empty when no `Received` fact is appended), ARGV[2] = the index member,
-/// ARGV[3] = the bound, ARGV[4] = ttl ms, ARGV[5] = the list key prefix of
-/// trimmed members, ARGV[6..] = facts. An event not held yet is taken only
-/// from a `Received` fact.
+/// Appends the facts of several events in one call. KEYS[1] = the index,
+/// KEYS[1 + i] = event i's list. ARGV[1] = the bound, ARGV[2] = ttl ms,
+/// ARGV[3] = the list key prefix (for trimmed members), then per event:
+/// received ms (empty when no `Received` fact is appended), the index
+/// member, the number of facts, the facts. An event not held yet is taken
+/// only from a `Received` fact; the oldest events beyond the bound go, once
+/// per call.
 const APPEND_LUA: &str = r"
-if ARGV[1] == '' and redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-for i = 6, #ARGV do redis.call('RPUSH', KEYS[1], ARGV[i]) end
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
-if ARGV[1] ~= '' then
-  redis.call('ZADD', KEYS[2], 'NX', ARGV[1], ARGV[2])
-  local over = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[3])
+local a = 4
+local added = false
+for k = 2, #KEYS do
+  local received, member, n = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2])
+  a = a + 3
+  if received ~= '' or redis.call('EXISTS', KEYS[k]) == 1 then
+    for i = a, a + n - 1 do redis.call('RPUSH', KEYS[k], ARGV[i]) end
+    redis.call('PEXPIRE', KEYS[k], ARGV[2])
+    if received ~= '' then
+      redis.call('ZADD', KEYS[1], 'NX', received, member)
+      added = true
+    end
+  end
+  a = a + n
+end
+if added then
+  local over = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[1])
   if over > 0 then
-    local old = redis.call('ZPOPMIN', KEYS[2], over)
-    for j = 1, #old, 2 do redis.call('DEL', ARGV[5] .. old[j]) end
+    local old = redis.call('ZPOPMIN', KEYS[1], over)
+    for j = 1, #old, 2 do redis.call('DEL', ARGV[3] .. old[j]) end
   end
 end
 return 1
@@ -61,27 +74,39 @@ pub struct Item {
     pub max: usize,
 }
 
-/// The script's keys and arguments for one item.
-fn invocation(item: &Item) -> (String, String, Vec<Vec<u8>>) {
-    let received = item
-        .facts
-        .iter()
-        .find_map(|f| match f {
-            Fact::Received { at, .. } => Some(at.to_string()),
-            _ => None,
-        })
-        .unwrap_or_default();
-    let m = member(&item.source, &item.event_id);
-    let list = format!("{}{m}", list_prefix(&item.prefix));
+/// The script's keys and arguments for items of one prefix and bound.
+fn invocation(items: &[&Item]) -> (Vec<String>, Vec<Vec<u8>>) {
+    let Some(first) = items.first() else {
+        return (Vec::new(), Vec::new());
+    };
+    let mut keys = vec![index_key(&first.prefix)];
     let mut args: Vec<Vec<u8>> = vec![
-        received.into_bytes(),
-        m.into_bytes(),
-        item.max.to_string().into_bytes(),
+        first.max.to_string().into_bytes(),
         TTL.as_millis().to_string().into_bytes(),
-        list_prefix(&item.prefix).into_bytes(),
+        list_prefix(&first.prefix).into_bytes(),
     ];
-    args.extend(item.facts.iter().filter_map(|f| serde_json::to_vec(f).ok()));
-    (list, index_key(&item.prefix), args)
+    for item in items {
+        let received = item
+            .facts
+            .iter()
+            .find_map(|f| match f {
+                Fact::Received { at, .. } => Some(at.to_string()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        let m = member(&item.source, &item.event_id);
+        keys.push(format!("{}{m}", list_prefix(&item.prefix)));
+        let facts: Vec<Vec<u8>> = item
+            .facts
+            .iter()
+            .filter_map(|f| serde_json::to_vec(f).ok())
+            .collect();
+        args.push(received.into_bytes());
+        args.push(m.into_bytes());
+        args.push(facts.len().to_string().into_bytes());
+        args.extend(facts);
+    }
+    (keys, args)
 }
 
 /// Writes what the queue holds, in order, until every sender is gone.
@@ -132,24 +157,31 @@ impl RedisStore {
         }
     }
 
-    /// Writes `batch` in one pipelined round trip, in order; the script is
-    /// loaded first when the server does not know it.
+    /// Writes `batch` in one round trip, in order: one script call per run
+    /// of items with the same prefix and bound (one call, unless a reload
+    /// changed them).
     async fn trail_batch(&self, batch: &[Item]) -> Result<(), Error> {
-        let calls: Vec<_> = batch.iter().map(invocation).collect();
         let mut pipe = redis::pipe();
-        for (list, index, args) in &calls {
-            let cmd = pipe
-                .cmd("EVALSHA")
-                .arg(APPEND.get_hash())
-                .arg(2)
-                .arg(list)
-                .arg(index);
-            for a in args {
+        let mut start = 0;
+        while start < batch.len() {
+            let same = |i: &Item| i.prefix == batch[start].prefix && i.max == batch[start].max;
+            let end = batch[start..]
+                .iter()
+                .position(|i| !same(i))
+                .map_or(batch.len(), |n| start + n);
+            let run: Vec<&Item> = batch[start..end].iter().collect();
+            let (keys, args) = invocation(&run);
+            let cmd = pipe.cmd("EVALSHA").arg(APPEND.get_hash()).arg(keys.len());
+            for k in &keys {
+                cmd.arg(k);
+            }
+            for a in &args {
                 cmd.arg(a.as_slice());
             }
+            start = end;
         }
         match self.query_pipeline::<redis::Value>(&pipe).await {
-            Err(e) if e.to_string().contains("NOSCRIPT") => {
+            Err(e) if e.to_string().to_ascii_lowercase().contains("noscript") => {
                 let _: String = self
                     .query(redis::cmd("SCRIPT").arg("LOAD").arg(APPEND_LUA))
                     .await?;
@@ -159,6 +191,7 @@ impl RedisStore {
         }
     }
 
+    /// Appends one event's facts and waits for the write.
     pub async fn trail_append(
         &self,
         prefix: &str,
@@ -167,34 +200,14 @@ impl RedisStore {
         facts: &[Fact],
         max: usize,
     ) -> Result<(), Error> {
-        let received = facts
-            .iter()
-            .find_map(|f| match f {
-                Fact::Received { at, .. } => Some(at.to_string()),
-                _ => None,
-            })
-            .unwrap_or_default();
-        let m = member(source, event_id);
-        let list = format!("{}{m}", list_prefix(prefix));
-        let ttl = TTL.as_millis().to_string();
-        let max = max.to_string();
-        let lp = list_prefix(prefix);
-        let encoded: Vec<Vec<u8>> = facts
-            .iter()
-            .filter_map(|f| serde_json::to_vec(f).ok())
-            .collect();
-        let mut args: Vec<&[u8]> = vec![
-            received.as_bytes(),
-            m.as_bytes(),
-            max.as_bytes(),
-            ttl.as_bytes(),
-            lp.as_bytes(),
-        ];
-        args.extend(encoded.iter().map(Vec::as_slice));
-        let _: i64 = self
-            .eval(&APPEND, &[&list, &index_key(prefix)], &args)
-            .await?;
-        Ok(())
+        let item = Item {
+            prefix: prefix.to_owned(),
+            source: source.to_owned(),
+            event_id: event_id.to_owned(),
+            facts: facts.to_vec(),
+            max,
+        };
+        self.trail_batch(std::slice::from_ref(&item)).await
     }
 
     pub async fn trail_get(

@@ -6,13 +6,18 @@
 //! one batch is being synced, the next gathers, so under load one fsync
 //! serves many requests.
 //!
-//! With `sync = "full"` a batch holding an op that backs a promise
+//! With `sync = "full"` each batch is split in two transactions, in this
+//! order: the ops no answer relies on (claims, releases, leases, the trail)
+//! commit with `synchronous = OFF` and are answered at once, so a claim
+//! never waits for another request's fsync; then the ops that back a promise
 //! ([`Op::durable`]: a nonce commit, an enqueue, a version advance, a dead
-//! letter, a queue settle or retry) commits with `synchronous = FULL`: its
-//! WAL frames are on disk before any of its ops is answered. A batch of
-//! claims and releases only commits with `synchronous = OFF`: a crash ends
-//! every lease anyway, and the next synced commit covers its frames too (the
-//! WAL is one file, synced whole).
+//! letter, a queue settle or retry) commit with `synchronous = FULL`, their
+//! WAL frames on disk before any of them is answered. A crash ends every
+//! lease anyway, and the next synced commit covers the unsynced frames too
+//! (the WAL is one file, synced whole). Between ops of one key the split
+//! can only make a claim see a lease a commit behind it in the same batch
+//! was about to replace: that claim is answered `in_flight` (the sender
+//! retries) instead of `duplicate`.
 //!
 //! An op that fails rolls its batch back; the ops of that batch then run
 //! again one transaction each, so one bad op fails alone. Expired rows are
@@ -120,6 +125,8 @@ pub enum Op {
         source: String,
         event_id: String,
         facts: Vec<crate::trail::Fact>,
+        /// `facts` as JSON lines, written by the sender (off this thread).
+        lines: String,
         max: usize,
     },
     /// A write that changes nothing, to show the file takes writes.
@@ -197,43 +204,61 @@ pub fn run(mut conn: Connection, sync: Sync, jobs: Receiver<Job>, observers: Obs
         }) {
             trail_max = Some(max);
         }
-        let durable = sync == Sync::Full && batch.iter().any(|j| j.op.durable());
-        let wanted = match (sync, durable) {
-            (Sync::Normal, _) => "NORMAL",
-            (Sync::Full, true) => "FULL",
-            (Sync::Full, false) => "OFF",
+        // With sync = "full", the writes no answer relies on (claims,
+        // releases, leases, the trail) commit first without an fsync and
+        // are answered at once; the rest commit after them with one fsync.
+        let (light, heavy): (Vec<Job>, Vec<Job>) = match sync {
+            Sync::Full => batch.into_iter().partition(|j| !j.op.durable()),
+            Sync::Normal => (batch, Vec::new()),
         };
-        if synchronous != Some(wanted) {
-            match conn.pragma_update(None, "synchronous", wanted) {
-                Ok(()) => synchronous = Some(wanted),
-                Err(e) => {
-                    let e = failed(e);
-                    for job in batch {
-                        let _ = job.reply.send(Err(e.clone()));
-                    }
-                    continue;
+        let light_level = if sync == Sync::Full { "OFF" } else { "NORMAL" };
+        for (part, level) in [(light, light_level), (heavy, "FULL")] {
+            if part.is_empty() {
+                continue;
+            }
+            commit_part(&mut conn, part, level, &mut synchronous, &observers);
+        }
+    }
+}
+
+/// Runs `part` in one transaction at `synchronous = level`, counts it, and
+/// answers each of its ops.
+fn commit_part(
+    conn: &mut Connection,
+    part: Vec<Job>,
+    level: &'static str,
+    synchronous: &mut Option<&'static str>,
+    observers: &Observers,
+) {
+    if *synchronous != Some(level) {
+        match conn.pragma_update(None, "synchronous", level) {
+            Ok(()) => *synchronous = Some(level),
+            Err(e) => {
+                let e = failed(e);
+                for job in part {
+                    let _ = job.reply.send(Err(e.clone()));
                 }
+                return;
             }
         }
-        let size = batch.len();
-        let started = Instant::now();
-        let results = match run_batch(&mut conn, &batch) {
-            Ok(results) => results,
-            // One op failed: each alone, so the others still land.
-            Err(_) => batch
-                .iter()
-                .map(|job| run_batch(&mut conn, std::slice::from_ref(job)).and_then(one))
-                .collect(),
-        };
-        if let Some((sync_seconds, batch_size)) = observers.get() {
-            batch_size.observe(size as f64);
-            if batch.iter().any(|j| j.op.durable()) {
-                sync_seconds.observe(started.elapsed().as_secs_f64());
-            }
+    }
+    let started = Instant::now();
+    let results = match run_batch(conn, &part) {
+        Ok(results) => results,
+        // One op failed: each alone, so the others still land.
+        Err(_) => part
+            .iter()
+            .map(|job| run_batch(conn, std::slice::from_ref(job)).and_then(one))
+            .collect(),
+    };
+    if let Some((sync_seconds, batch_size)) = observers.get() {
+        batch_size.observe(part.len() as f64);
+        if level == "FULL" {
+            sync_seconds.observe(started.elapsed().as_secs_f64());
         }
-        for (job, result) in batch.into_iter().zip(results) {
-            let _ = job.reply.send(result);
-        }
+    }
+    for (job, result) in part.into_iter().zip(results) {
+        let _ = job.reply.send(result);
     }
 }
 
@@ -519,6 +544,7 @@ fn apply(tx: &Transaction<'_>, op: &Op, now: i64) -> rusqlite::Result<Reply> {
             source,
             event_id,
             facts,
+            lines,
             ..
         } => {
             // The facts are JSON lines, appended; the state column moves by
@@ -533,13 +559,6 @@ fn apply(tx: &Transaction<'_>, op: &Op, now: i64) -> rusqlite::Result<Reply> {
                 // An event not held yet is taken only from its `Received` fact.
                 return Ok(Reply::Done);
             };
-            let mut lines = String::new();
-            for fact in facts {
-                if let Ok(line) = serde_json::to_string(fact) {
-                    lines.push_str(&line);
-                    lines.push('\n');
-                }
-            }
             if held.is_some() {
                 tx.prepare_cached(
                     "UPDATE events SET state = ?3, facts = facts || ?4 WHERE source = ?1 AND event_id = ?2",
