@@ -17,14 +17,14 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Limited};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::dlq::{self, Replayer};
 use crate::events;
-use crate::outcome::Body;
+use crate::outcome::{Body, json_response as json, text_response as text};
 use crate::secret::Secret;
 use crate::state::State;
 use crate::trail;
@@ -365,24 +365,4 @@ fn bad_request(message: &str) -> Response<Body> {
         StatusCode::BAD_REQUEST,
         &serde_json::json!({"error": message}),
     )
-}
-
-fn json(status: StatusCode, value: &serde_json::Value) -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::from(value.to_string())));
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
-}
-
-fn text(status: StatusCode, body: &str) -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::from(body.to_owned())));
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    response
 }

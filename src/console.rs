@@ -42,7 +42,7 @@ use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header
 use http_body_util::{BodyExt, Full, Limited};
 use maud::Markup;
 
-use crate::outcome::Body;
+use crate::outcome::{Body, json_response as json, text_response as text};
 use crate::secret::Secret;
 use crate::state::State;
 
@@ -281,27 +281,6 @@ fn redirect(to: &str) -> Response<Body> {
 
 fn forbidden(why: &str) -> Response<Body> {
     text(StatusCode::FORBIDDEN, &format!("forbidden: {why}\n"))
-}
-
-fn json(status: StatusCode, value: &impl serde::Serialize) -> Response<Body> {
-    let body = serde_json::to_vec(value).unwrap_or_default();
-    let mut response = Response::new(Full::new(Bytes::from(body)));
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
-}
-
-fn text(status: StatusCode, body: &str) -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::from(body.to_owned())));
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    response
 }
 
 #[cfg(test)]

@@ -404,24 +404,28 @@ fn read_body(body_file: Option<&Path>) -> Result<Vec<u8>, String> {
     }
 }
 
+/// The config at `path` and its store, for `hookgate COMMAND`; what went
+/// wrong is printed.
+fn open(path: &Path, command: &str) -> Result<(Config, hookgate::store::Store), ExitCode> {
+    let config = Config::load(path).map_err(|e| {
+        eprintln!("{}", e.display_in(path));
+        ExitCode::FAILURE
+    })?;
+    let store = hookgate::open_store(&config).map_err(|e| {
+        eprintln!("hookgate {command}: {e}");
+        ExitCode::FAILURE
+    })?;
+    Ok((config, store))
+}
+
 /// `hookgate events list [--source S] [--state W] [--limit N] | show SOURCE EVENT_ID`.
 async fn events(path: &Path, action: hookgate::cli::EventsAction) -> ExitCode {
     use hookgate::cli::EventsAction;
     use hookgate::{events, trail};
 
-    let config = match Config::load(path) {
-        Ok(config) => config,
-        Err(e) => {
-            eprintln!("{}", e.display_in(path));
-            return ExitCode::FAILURE;
-        }
-    };
-    let store = match hookgate::open_store(&config) {
-        Ok(store) => store,
-        Err(e) => {
-            eprintln!("hookgate events: {e}");
-            return ExitCode::FAILURE;
-        }
+    let (config, store) = match open(path, "events") {
+        Ok(opened) => opened,
+        Err(code) => return code,
     };
     match action {
         EventsAction::List {
@@ -490,19 +494,9 @@ async fn events(path: &Path, action: hookgate::cli::EventsAction) -> ExitCode {
 async fn dlq(path: &Path, source: Option<&str>, action: DlqAction) -> ExitCode {
     use hookgate::dlq::{self, Replayed, Replayer};
 
-    let config = match Config::load(path) {
-        Ok(config) => config,
-        Err(e) => {
-            eprintln!("{}", e.display_in(path));
-            return ExitCode::FAILURE;
-        }
-    };
-    let store = match hookgate::open_store(&config) {
-        Ok(store) => store,
-        Err(e) => {
-            eprintln!("hookgate dlq: {e}");
-            return ExitCode::FAILURE;
-        }
+    let (config, store) = match open(path, "dlq") {
+        Ok(opened) => opened,
+        Err(code) => return code,
     };
     if !store.keeps_queue() {
         eprintln!("hookgate dlq: {}", hookgate::store::Error::NotKept);

@@ -16,6 +16,29 @@ use crate::store;
 /// The response body type of everything hookgate answers.
 pub type Body = Full<Bytes>;
 
+/// A JSON answer of the admin listener and the console (not a §3 row).
+pub fn json_response(status: StatusCode, value: &impl serde::Serialize) -> Response<Body> {
+    let body = serde_json::to_vec(value).unwrap_or_default();
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// A plain-text answer of the admin listener and the console.
+pub fn text_response(status: StatusCode, body: &str) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(body.to_owned())));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
 /// Seconds a sender is asked to wait when an event is in flight or the store is down.
 pub const RETRY_AFTER_SECS: u32 = 5;
 
