@@ -659,11 +659,26 @@ async fn hostile_event_ids_become_bounded_keys_end_to_end() {
     let mut conn = redis.client();
     let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut conn).expect("KEYS");
     keys.sort();
+    // The nonces, and the trail (one list per event beside its index), all
+    // keyed by the bounded id.
     let mut expected: Vec<String> = cases
         .iter()
-        .map(|(_, stored)| format!("hookgate:nonce:stripe:{stored}"))
+        .flat_map(|(_, stored)| {
+            [
+                format!("hookgate:nonce:stripe:{stored}"),
+                format!("hookgate:{{trail}}:stripe:{stored}"),
+            ]
+        })
+        .chain(["hookgate:{trail}".to_owned()])
         .collect();
     expected.sort();
+    // The trail's writes trail the answers by a moment.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while keys != expected && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        keys = redis::cmd("KEYS").arg("*").query(&mut conn).expect("KEYS");
+        keys.sort();
+    }
     assert_eq!(keys, expected);
     assert!(keys.iter().all(|k| k.len() <= 300), "every key is bounded");
     // The log lines carry the bounded id too.

@@ -296,6 +296,61 @@ async fn kill_9_after_forwarding_every_resend_is_a_duplicate() {
     }
 }
 
+/// The file opens in the `sqlite3` shell of a current distribution (3.40,
+/// older than the bundled library) while hookgate serves it, and the queries
+/// of docs/recovery.md answer.
+#[tokio::test]
+async fn the_sqlite3_shell_reads_the_file_while_it_is_served() {
+    let (app, file, db) = setup(&(source("f", "") + &source("q", "delivery = \"queue\"\n"))).await;
+    let gate = Proc::start(&file);
+    assert_eq!(
+        send_signed(gate.public, "f", "sh-1", &body("sh-1"))
+            .await
+            .status,
+        200
+    );
+    let queued = send_signed(gate.public, "q", "sh-2", &body("sh-2")).await;
+    assert_eq!(queued.json(), json!({"queued": true, "event_id": "sh-2"}));
+    app.wait_for("sh-2", 1).await;
+    let shell = |sql: &str| {
+        let out = Command::new("sqlite3")
+            .arg("-readonly")
+            .arg(&db)
+            .arg(sql)
+            .output()
+            .unwrap_or_else(|e| panic!("sqlite3 is needed (apt-get install -y sqlite3): {e}"));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    let version = shell("SELECT sqlite_version()");
+    assert!(version.starts_with('3'), "{version}");
+    assert_eq!(
+        shell("PRAGMA user_version"),
+        hookgate::store::sqlite::schema::VERSION.to_string()
+    );
+    // Nonces of GitHub events are keyed by the body's digest; both are done.
+    assert_eq!(
+        shell("SELECT count(*) FROM nonces WHERE state = 'done'"),
+        "2"
+    );
+    eventually("both events delivered in the trail", || {
+        (shell("SELECT source, event_id, state FROM events ORDER BY received_ms")
+            == "f|sh-1|delivered\nq|sh-2|delivered")
+            .then_some(())
+    })
+    .await;
+    eventually("the queue to empty", || {
+        (shell("SELECT count(*) FROM queue") == "0").then_some(())
+    })
+    .await;
+    assert_eq!(shell("SELECT count(*) FROM dead_letters"), "0");
+    drop(gate);
+}
+
 /// Dead letters outlive the process; `hookgate dlq replay --all`, run beside
 /// the serving process on the same file, delivers each once.
 #[tokio::test]
