@@ -193,12 +193,21 @@ impl RedisServer {
         );
     }
 
-    /// A blocking client, for checks and setup in tests.
+    /// A blocking client, for checks and setup in tests. A connection the
+    /// server resets while it is busy (a failover scenario under load) is
+    /// tried again, for two seconds at most.
     pub fn client(&self) -> redis::Connection {
         let client = redis::Client::open(self.url()).expect("a valid URL");
-        let conn = client
-            .get_connection_with_timeout(Duration::from_secs(2))
-            .expect("redis-server answers");
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        let conn = loop {
+            match client.get_connection_with_timeout(Duration::from_secs(2)) {
+                Ok(conn) => break conn,
+                Err(e) if std::time::Instant::now() < deadline && e.is_connection_dropped() => {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Err(e) => panic!("redis-server answers: {e}"),
+            }
+        };
         conn.set_read_timeout(Some(Duration::from_secs(5)))
             .expect("read timeout set");
         conn
