@@ -159,10 +159,21 @@ impl RedisServer {
         }
     }
 
-    /// `ROLE`'s first element: `master` or `slave`.
+    /// `ROLE`'s first element: `master` or `slave`. A server that changes
+    /// role closes its clients' connections; such a drop is asked again, for
+    /// two seconds at most.
     pub fn role(&self) -> String {
-        let mut conn = self.client();
-        let role: Vec<redis::Value> = redis::cmd("ROLE").query(&mut conn).expect("ROLE");
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let role: Vec<redis::Value> = loop {
+            let mut conn = self.client();
+            match redis::cmd("ROLE").query(&mut conn) {
+                Ok(role) => break role,
+                Err(e) if Instant::now() < deadline && e.is_connection_dropped() => {
+                    sleep(Duration::from_millis(50));
+                }
+                Err(e) => panic!("ROLE: {e}"),
+            }
+        };
         match role.first() {
             Some(redis::Value::BulkString(b)) => String::from_utf8_lossy(b).into_owned(),
             Some(redis::Value::SimpleString(s)) => s.clone(),
