@@ -45,6 +45,7 @@
 //! appears in an error, a log line or `Debug` output: error messages are
 //! scrubbed of the URLs and the credentials.
 
+mod cluster;
 pub mod eviction;
 mod lanes;
 pub mod queue;
@@ -63,6 +64,7 @@ use redis::cluster::{ClusterClient, ClusterConfig};
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, ErrorKind, RedisError, RedisFuture, Script, ServerErrorKind, Value};
 
+use self::cluster::Cluster;
 use self::lanes::{Lanes, Opener, load, send_with_wait};
 use self::scrub::{scrub, secrets_of};
 use self::sentinel::{Node, Primary};
@@ -196,8 +198,11 @@ pub struct RedisStore {
 /// Where commands go.
 #[derive(Clone)]
 enum Target {
-    /// One node or a cluster: the connection follows it by itself.
+    /// One node: the connection manager reconnects by itself.
     Fixed(Conn),
+    /// A cluster: the connection follows slot moves by itself and is
+    /// remade when it stops recovering (see [`cluster`]).
+    Cluster(Arc<Cluster>),
     /// Whichever node the sentinels name as the primary.
     Sentinel(Arc<Primary>),
 }
@@ -298,9 +303,8 @@ impl RedisStore {
         let config = ClusterConfig::new()
             .set_connection_timeout(CONNECT_TIMEOUT)
             .set_response_timeout(RESPONSE_TIMEOUT);
-        let conn = client.get_pending_async_connection_with_config(config);
         Ok(RedisStore::new(
-            Target::Fixed(Conn::Cluster(conn)),
+            Target::Cluster(Arc::new(Cluster::new(client, config))),
             urls.to_vec(),
             secrets,
         ))
@@ -350,7 +354,7 @@ impl RedisStore {
             return Ok(self);
         }
         let opener = match &self.target {
-            Target::Fixed(Conn::Cluster(_)) => Opener::Cluster(Box::new(cluster_client(
+            Target::Cluster(_) => Opener::Cluster(Box::new(cluster_client(
                 &self.urls,
                 replication.timeout,
                 &self.secrets,
@@ -595,6 +599,7 @@ impl RedisStore {
     async fn conn(&self) -> Result<(Conn, Option<Arc<Node>>), Error> {
         match &self.target {
             Target::Fixed(conn) => Ok((conn.clone(), None)),
+            Target::Cluster(cluster) => Ok((Conn::Cluster(cluster.conn()), None)),
             Target::Sentinel(primary) => {
                 let node = primary.node().await?;
                 Ok((Conn::Single(node.conn.clone()), Some(node)))
@@ -605,17 +610,37 @@ impl RedisStore {
     /// After a failed command on `node`: forget it when the failure says it
     /// is no longer the primary.
     fn note_failure(&self, node: Option<&Node>, e: &RedisError) {
-        if let (Target::Sentinel(primary), Some(node)) = (&self.target, node)
-            && primary_gone(e)
-        {
-            primary.forget(node, &scrub(&e.to_string(), &self.secrets));
+        match (&self.target, node) {
+            (Target::Sentinel(primary), Some(node)) if primary_gone(e) => {
+                primary.forget(node, &scrub(&e.to_string(), &self.secrets));
+            }
+            (Target::Cluster(cluster), _) => self.note_cluster_failure(cluster, Some(e)),
+            _ => {}
         }
     }
 
     /// After no answer in time: a frozen primary looks like this.
     fn note_silence(&self) {
-        if let Target::Sentinel(primary) = &self.target {
-            primary.forget_current("no answer in time");
+        match &self.target {
+            Target::Sentinel(primary) => primary.forget_current("no answer in time"),
+            Target::Cluster(cluster) => self.note_cluster_failure(cluster, None),
+            Target::Fixed(_) => {}
+        }
+    }
+
+    /// After a command that answered.
+    fn note_success(&self) {
+        if let Target::Cluster(cluster) = &self.target {
+            cluster.note_success();
+        }
+    }
+
+    fn note_cluster_failure(&self, cluster: &Cluster, e: Option<&RedisError>) {
+        if cluster.note_failure(e) {
+            tracing::warn!(
+                after_ms = cluster::REMAKE_AFTER.as_millis() as u64,
+                "store: the Redis Cluster connection failed throughout; remade from the configured URLs"
+            );
         }
     }
 
@@ -649,6 +674,9 @@ impl RedisStore {
                 }
                 ok => ok,
             };
+            if result.is_ok() {
+                self.note_success();
+            }
             result.map_err(|e| self.unavailable(&e))
         };
         match tokio::time::timeout(COMMAND_TIMEOUT, attempt).await {
@@ -688,7 +716,7 @@ impl RedisStore {
                 tries += 1;
                 let node = match &self.target {
                     Target::Sentinel(primary) => Some(primary.node().await?),
-                    Target::Fixed(_) => None,
+                    Target::Fixed(_) | Target::Cluster(_) => None,
                 };
                 let generation = node.as_ref().map_or(0, |n| n.generation);
                 let (permit, mut lane) = match lanes
@@ -796,7 +824,7 @@ impl std::fmt::Debug for RedisStore {
     /// Names the deployment only: the URL may hold a password.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let kind = match &self.target {
-            Target::Fixed(Conn::Cluster(_)) => "cluster",
+            Target::Cluster(_) => "cluster",
             Target::Fixed(_) => "single",
             Target::Sentinel(_) => "sentinel",
         };

@@ -1,10 +1,13 @@
 //! The store-related end-to-end tests again, on a real three-master Redis
 //! Cluster: concurrency through one process and across two, the whole cluster
 //! going away and coming back, one master dying (its slots answer 503, never
-//! a forward without a claim), and the key layout (one key, so one slot, per
-//! operation). The store-level suite on a cluster is in `store`.
+//! a forward without a claim), a cluster rebuilt empty on the same
+//! addresses, and the key layout (one key, so one slot, per operation). The store-level suite on a cluster is in `store`.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use crate::concurrency::{hundred_copies_reach_the_app_once, two_replicas_forward_an_event_once};
 use crate::support::redis::RedisCluster;
@@ -157,6 +160,125 @@ async fn the_whole_cluster_down_is_503_and_both_replicas_recover() {
         }
     })
     .await;
+}
+
+/// Restarting the whole cluster while requests arrive can leave the
+/// cluster connection of the `redis` crate with no node at all, retrying
+/// a slot refresh forever (about one restart in six here); hookgate then
+/// makes a new connection. Each of several restarts under load must end
+/// with events taken again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restarts_of_the_whole_cluster_under_load_are_recovered_from_each_time() {
+    const RESTARTS: usize = 8;
+    let mut cluster = RedisCluster::start(3);
+    let upstream = Upstream::start().await;
+    let stripe = SourceSpec::stripe();
+    let gate = Arc::new(
+        ConfigBuilder::new(&upstream.url())
+            .store(StoreSpec::Cluster(cluster.urls()))
+            .source(stripe.clone())
+            .start()
+            .await,
+    );
+    for round in 0..RESTARTS {
+        let restarting = Arc::new(AtomicBool::new(true));
+        let sender = tokio::spawn({
+            let (gate, stripe, restarting) = (gate.clone(), stripe.clone(), restarting.clone());
+            async move {
+                for i in 0..400 {
+                    if !restarting.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let event =
+                        stripe.event(&format!("evt_restart_{round}_load_{i}"), "invoice.paid");
+                    gate.send(&stripe, &event).await;
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            }
+        });
+        tokio::task::block_in_place(|| cluster.restart());
+        restarting.store(false, Ordering::SeqCst);
+        sender.await.expect("sender task");
+        let probe = stripe.event(&format!("evt_restart_{round}_after"), "invoice.paid");
+        eventually(&format!("events taken after restart {round}"), || async {
+            let resp = gate.send(&stripe, &probe).await;
+            if resp.status == 503 {
+                Err(format!("{resp:?}"))
+            } else {
+                Ok(resp)
+            }
+        })
+        .await
+        .assert_app_ok();
+    }
+    let delivered = deliveries(&upstream);
+    assert!(delivered.values().all(|n| *n == 1), "{delivered:?}");
+}
+
+/// Nodes that come back empty hold no slots until the cluster is created
+/// again on them: requests meanwhile are refused, and the first one after
+/// is taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_rebuilt_empty_on_the_same_addresses_is_found_again() {
+    let mut cluster = RedisCluster::start(3);
+    let upstream = Upstream::start().await;
+    let stripe = SourceSpec::stripe();
+    let gate = Arc::new(
+        ConfigBuilder::new(&upstream.url())
+            .store(StoreSpec::Cluster(cluster.urls()))
+            .source(stripe.clone())
+            .start()
+            .await,
+    );
+    let before = stripe.event("evt_rebuild_before", "invoice.paid");
+    gate.send(&stripe, &before).await.assert_app_ok();
+
+    // Requests keep arriving while the nodes hold no slots: each is refused,
+    // and each makes the connection look for the slots again.
+    let rebuilding = Arc::new(AtomicBool::new(true));
+    let sender = tokio::spawn({
+        let (gate, stripe, rebuilding) = (gate.clone(), stripe.clone(), rebuilding.clone());
+        async move {
+            let mut refused = 0;
+            for i in 0..600 {
+                if !rebuilding.load(Ordering::SeqCst) {
+                    break;
+                }
+                let event = stripe.event(&format!("evt_rebuild_during_{i}"), "invoice.paid");
+                if gate.send(&stripe, &event).await.status == 503 {
+                    refused += 1;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            refused
+        }
+    });
+    tokio::task::block_in_place(|| cluster.rebuild(Duration::from_secs(2)));
+    rebuilding.store(false, Ordering::SeqCst);
+    let refused = sender.await.expect("sender task");
+    assert!(refused > 0, "no request was refused during the rebuild");
+
+    let after = stripe.event("evt_rebuild_after", "invoice.paid");
+    eventually("the rebuilt cluster takes events", || async {
+        let resp = gate.send(&stripe, &after).await;
+        if resp.status == 503 {
+            Err(format!("{resp:?}"))
+        } else {
+            Ok(resp)
+        }
+    })
+    .await
+    .assert_app_ok();
+    eventually("ready again", || async {
+        match gate.admin_get("/readyz").await.status {
+            200 => Ok(()),
+            status => Err(status.to_string()),
+        }
+    })
+    .await;
+    let delivered = deliveries(&upstream);
+    assert!(delivered.values().all(|n| *n == 1), "{delivered:?}");
+    assert_eq!(delivered.get("evt_rebuild_after"), Some(&1));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -393,10 +393,24 @@ impl Hookgate {
     }
 }
 
+/// How many of its last output lines a hookgate shows when its test fails.
+const LINES_ON_FAILURE: usize = 40;
+
 impl Drop for Hookgate {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if std::thread::panicking() {
+            let mut lines = self.stdout();
+            lines.extend(self.stderr());
+            let from = lines.len().saturating_sub(LINES_ON_FAILURE);
+            eprintln!(
+                "--- the last {} output lines of hookgate (public {:?}) ---\n{}",
+                lines.len() - from,
+                self.public,
+                lines[from..].join("\n")
+            );
+        }
     }
 }
 

@@ -424,6 +424,42 @@ impl RedisCluster {
         self.wait_ok();
     }
 
+    /// Builds the cluster anew on the same ports: every node killed, its
+    /// `nodes.conf` deleted, started empty and answering with no slots until
+    /// `redis-cli --cluster create` runs again after `empty_for`. Waits until
+    /// the cluster is healthy.
+    pub fn rebuild(&mut self, empty_for: Duration) {
+        for node in &mut self.nodes {
+            node.stop();
+            let conf = node.dir.path().join("nodes.conf");
+            if let Err(e) = std::fs::remove_file(&conf) {
+                panic!("remove {}: {e}", conf.display());
+            }
+        }
+        for node in &mut self.nodes {
+            node.spawn();
+        }
+        for node in &mut self.nodes {
+            if let Err(failure) = node.wait_ready() {
+                panic!(
+                    "cluster node did not restart on port {}: {failure}",
+                    node.port
+                );
+            }
+        }
+        sleep(empty_for);
+        let mut create = Command::new("redis-cli");
+        create.arg("--cluster").arg("create");
+        for node in &self.nodes {
+            create.arg(format!("127.0.0.1:{}", node.port));
+        }
+        create
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .stdin(Stdio::null());
+        run_bounded(&mut create, Duration::from_secs(60));
+        self.wait_ok();
+    }
+
     /// Kills node `index` (SIGKILL); the others keep running.
     pub fn stop_node(&mut self, index: usize) {
         self.nodes[index].stop();
