@@ -118,8 +118,7 @@ pub struct Metrics {
     pub config_reloads: Family<ReloadResult, Counter>,
     /// Console sign-ins refused for a wrong admin token.
     pub console_signin_failures: Counter,
-    /// Seconds each SQLite group commit that holds a write backing a
-    /// promise took, its fsync included.
+    /// Seconds each fdatasync of the SQLite WAL took.
     pub store_sync: Histogram,
     /// Writes per SQLite group commit.
     pub store_batch: Histogram,
@@ -264,7 +263,7 @@ impl Metrics {
         ]);
         registry.register(
             "hookgate_store_sync_seconds",
-            "Seconds each SQLite group commit holding a write that backs a promise took, its fsync included",
+            "Seconds each fdatasync of the SQLite WAL took (sync = \"full\"); the writes that back a promise wait for one",
             store_sync.clone(),
         );
         let store_batch =

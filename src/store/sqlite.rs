@@ -1,7 +1,8 @@
 //! The embedded durable store (DESIGN §4a): one SQLite file in WAL mode.
 //!
 //! Writes go to one thread ([`writer`]) that batches the writes of
-//! concurrent requests into one transaction and one fsync (group commit);
+//! concurrent requests into one transaction, and with `sync = "full"` a
+//! second thread answers them after one fsync of the WAL (group commit);
 //! reads run on a small pool of connections on Tokio's blocking threads, and
 //! in WAL mode never wait for the writer. No SQLite call runs on an async
 //! worker thread. Several processes may open one file (`hookgate dlq` beside
@@ -102,7 +103,9 @@ impl SqliteStore {
                     }
                 };
                 let _ = ready.send(Ok(()));
-                writer::run(conn, sync, receiver, thread_observers);
+                let mut wal = thread_path.into_os_string();
+                wal.push("-wal");
+                writer::run(conn, sync, wal.into(), receiver, thread_observers);
             })
             .map_err(|e| Error::Unavailable(format!("sqlite: cannot start the writer: {e}")))?;
         started

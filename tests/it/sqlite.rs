@@ -410,6 +410,19 @@ fn find(lines: &[String], from: usize, pred: impl Fn(&str) -> bool) -> Option<us
         .map(|(i, _)| i)
 }
 
+/// The trace file once `ready` holds for its text (bounded).
+async fn traced_until(trace: &Path, ready: impl Fn(&str) -> bool) -> String {
+    let mut text = String::new();
+    for _ in 0..200 {
+        text = std::fs::read_to_string(trace).unwrap_or_default();
+        if ready(&text) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    text
+}
+
 /// A completed fsync of the WAL file: `fdatasync(7</…/hookgate.db-wal>) = 0`
 /// or its `resumed` half when another thread's call came in between.
 fn wal_sync_done(line: &str) -> bool {
@@ -438,7 +451,15 @@ async fn the_fsync_comes_before_the_answer_and_concurrent_writes_share_it() {
     let answer = send_signed(gate.public, "f", "sync-f-1", &body("sync-f-1")).await;
     assert_eq!(answer.status, 200);
 
-    let before_load = std::fs::read_to_string(&trace).expect("trace");
+    // strace writes its file a little after the calls: wait until it shows
+    // the second answer.
+    let before_load = traced_until(&trace, |text| {
+        text.lines()
+            .filter(|l| (l.contains("write") || l.contains("send")) && l.contains("HTTP/1.1 200"))
+            .count()
+            >= 2
+    })
+    .await;
     let lines: Vec<String> = before_load.lines().map(str::to_owned).collect();
     for (id, answer_text) in [
         ("sync-q-1", r#"{\"queued\":true,\"event_id\":\"sync-q-1\"}"#),
@@ -485,7 +506,13 @@ async fn the_fsync_comes_before_the_answer_and_concurrent_writes_share_it() {
     while let Some(done) = senders.join_next().await {
         done.expect("sender");
     }
-    let after = std::fs::read_to_string(&trace).expect("trace");
+    let after = traced_until(&trace, |text| {
+        text.lines()
+            .filter(|l| (l.contains("write") || l.contains("send")) && l.contains("HTTP/1.1 200"))
+            .count()
+            >= 202
+    })
+    .await;
     let syncs = after.lines().filter(|l| wal_sync_done(l)).count() - syncs_before;
     assert!(syncs > 0, "no fsync under load");
     // Each event is one enqueue (plus its claim, which needs no fsync), and

@@ -2,28 +2,39 @@
 //!
 //! Requests send [`Op`]s over a channel. The thread takes the first waiting
 //! op and every op queued behind it (at most [`MAX_BATCH`]), runs them in one
-//! `BEGIN IMMEDIATE` transaction and commits once, then answers each. While
-//! one batch is being synced, the next gathers, so under load one fsync
-//! serves many requests.
+//! `BEGIN IMMEDIATE` transaction and commits once.
 //!
-//! With `sync = "full"` each batch is split in two transactions, in this
-//! order: the ops no answer relies on (claims, releases, leases, the trail)
-//! commit with `synchronous = OFF` and are answered at once, so a claim
-//! never waits for another request's fsync; then the ops that back a promise
-//! ([`Op::durable`]: a nonce commit, an enqueue, a version advance, a dead
-//! letter, a queue settle or retry) commit with `synchronous = FULL`, their
-//! WAL frames on disk before any of them is answered. A crash ends every
-//! lease anyway, and the next synced commit covers the unsynced frames too
-//! (the WAL is one file, synced whole). Between ops of one key the split
-//! can only make a claim see a lease a commit behind it in the same batch
-//! was about to replace: that claim is answered `in_flight` (the sender
-//! retries) instead of `duplicate`.
+//! With `sync = "full"` the writer commits with `synchronous = OFF`: its
+//! commits write the WAL and never wait for the disk. A second thread, the
+//! syncer, fdatasyncs the WAL file and only then answers the ops an answer
+//! relies on: those that back a promise ([`Op::durable`]: a nonce commit,
+//! an enqueue, a version advance, a dead letter, a queue settle or retry)
+//! and a claim answered `Done` (it reports a commit that may not be on disk
+//! yet). One fdatasync covers every commit made before it starts (the WAL is
+//! one file), so while it runs the writer commits the next batches, and the
+//! next fdatasync answers all of them: under load one fsync serves many
+//! requests and no commit waits for another's fsync. Every other op
+//! (claims taken or refused as in flight, releases, leases, the trail) is
+//! answered right after its commit; a crash ends every lease anyway.
+//!
+//! Checkpoints (WAL pages copied into the database file) are not left to
+//! SQLite's automatic ones, which would run without a sync at
+//! `synchronous = OFF`: the writer runs them itself at `synchronous = FULL`
+//! (the WAL synced before the copy, the database file after it) every
+//! [`CHECKPOINT_OPS`] ops or [`CHECKPOINT_EVERY`], whichever comes first.
+//! So the WAL is never restarted over frames whose pages are not on disk.
+//!
+//! With `sync = "normal"` commits run at `synchronous = NORMAL` (WAL synced
+//! at SQLite's own checkpoints) and are answered at once.
 //!
 //! An op that fails rolls its batch back; the ops of that batch then run
 //! again one transaction each, so one bad op fails alone. Expired rows are
 //! purged between batches, at most [`PURGE_LIMIT`] rows per table per pass.
 
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::fs::File;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -39,6 +50,10 @@ use crate::time::now_ms;
 pub const MAX_BATCH: usize = 512;
 /// How often expired rows are purged.
 const PURGE_EVERY: Duration = Duration::from_secs(10);
+/// With `sync = "full"`: ops committed between two checkpoints at most.
+pub const CHECKPOINT_OPS: usize = 4000;
+/// With `sync = "full"`: the longest a committed op waits for a checkpoint.
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 /// Rows one purge pass deletes per table at most.
 pub const PURGE_LIMIT: i64 = 2000;
 
@@ -172,94 +187,211 @@ fn failed(e: rusqlite::Error) -> Error {
     Error::Unavailable(format!("sqlite: {e}"))
 }
 
-/// Runs until every sender is gone.
-pub fn run(mut conn: Connection, sync: Sync, jobs: Receiver<Job>, observers: Observers) {
-    let mut synchronous = None;
+/// An answer held until the WAL is on disk.
+type Held = (oneshot::Sender<Result<Reply, Error>>, Result<Reply, Error>);
+
+/// Runs until every sender is gone. `wal` is the file the syncer
+/// fdatasyncs (with `sync = "full"`).
+pub fn run(
+    mut conn: Connection,
+    sync: Sync,
+    wal: PathBuf,
+    jobs: Receiver<Job>,
+    observers: Observers,
+) {
+    let syncer = match sync {
+        Sync::Full => match setup_full(&conn) {
+            Ok(()) => Some(start_syncer(wal, Arc::clone(&observers))),
+            Err(e) => {
+                tracing::error!(error = %e, "sqlite: the writer cannot turn its own syncs off");
+                fail_all(&jobs, &failed(e));
+                return;
+            }
+        },
+        Sync::Normal => {
+            if let Err(e) = conn.pragma_update(None, "synchronous", "NORMAL") {
+                fail_all(&jobs, &failed(e));
+                return;
+            }
+            None
+        }
+    };
     // The trail's bound, as the latest trail write gave it.
     let mut trail_max = None;
     let mut last_purge = Instant::now();
+    let mut unchecked = 0usize;
+    let mut last_checkpoint = Instant::now();
     loop {
-        let first = match jobs.recv_timeout(PURGE_EVERY) {
+        let first = match jobs.recv_timeout(CHECKPOINT_EVERY) {
             Ok(job) => Some(job),
             Err(RecvTimeoutError::Timeout) => None,
-            Err(RecvTimeoutError::Disconnected) => return,
+            Err(RecvTimeoutError::Disconnected) => break,
         };
         if last_purge.elapsed() >= PURGE_EVERY {
             last_purge = Instant::now();
             if let Err(e) = purge(&mut conn, now_ms(), trail_max) {
                 tracing::warn!(error = %e, "sqlite: purging expired rows failed");
             }
+            unchecked += 1;
         }
-        let Some(first) = first else { continue };
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match jobs.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
+        if let Some(first) = first {
+            let mut batch = vec![first];
+            while batch.len() < MAX_BATCH {
+                match jobs.try_recv() {
+                    Ok(job) => batch.push(job),
+                    Err(_) => break,
+                }
             }
-        }
-        if let Some(max) = batch.iter().rev().find_map(|j| match &j.op {
-            Op::Trail { max, .. } => Some(*max),
-            _ => None,
-        }) {
-            trail_max = Some(max);
-        }
-        // With sync = "full", the writes no answer relies on (claims,
-        // releases, leases, the trail) commit first without an fsync and
-        // are answered at once; the rest commit after them with one fsync.
-        let (light, heavy): (Vec<Job>, Vec<Job>) = match sync {
-            Sync::Full => batch.into_iter().partition(|j| !j.op.durable()),
-            Sync::Normal => (batch, Vec::new()),
-        };
-        let light_level = if sync == Sync::Full { "OFF" } else { "NORMAL" };
-        for (part, level) in [(light, light_level), (heavy, "FULL")] {
-            if part.is_empty() {
-                continue;
+            if let Some(max) = batch.iter().rev().find_map(|j| match &j.op {
+                Op::Trail { max, .. } => Some(*max),
+                _ => None,
+            }) {
+                trail_max = Some(max);
             }
-            commit_part(&mut conn, part, level, &mut synchronous, &observers);
+            unchecked += batch.len();
+            commit_batch(&mut conn, batch, syncer.as_ref(), &observers);
         }
+        if syncer.is_some()
+            && unchecked > 0
+            && (unchecked >= CHECKPOINT_OPS || last_checkpoint.elapsed() >= CHECKPOINT_EVERY)
+        {
+            if let Err(e) = checkpoint(&conn) {
+                tracing::warn!(error = %e, "sqlite: checkpoint failed; the WAL keeps the writes");
+            }
+            unchecked = 0;
+            last_checkpoint = Instant::now();
+        }
+    }
+    if syncer.is_some()
+        && let Err(e) = checkpoint(&conn)
+    {
+        tracing::warn!(error = %e, "sqlite: the last checkpoint failed; the WAL keeps the writes");
     }
 }
 
-/// Runs `part` in one transaction at `synchronous = level`, counts it, and
-/// answers each of its ops.
-fn commit_part(
+/// The writer's settings with `sync = "full"`: its commits do not sync,
+/// and SQLite's own checkpoints are off (see the module docs).
+fn setup_full(conn: &Connection) -> rusqlite::Result<()> {
+    conn.pragma_update(None, "synchronous", "OFF")?;
+    conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+    Ok(())
+}
+
+/// Copies the WAL into the database file, syncing both (the WAL before,
+/// the file after), then turns the writer's syncs off again.
+fn checkpoint(conn: &Connection) -> rusqlite::Result<()> {
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    let copied = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(0));
+    conn.pragma_update(None, "synchronous", "OFF")?;
+    copied.map(drop)
+}
+
+/// Answers every job waiting in `jobs` with `e`.
+fn fail_all(jobs: &Receiver<Job>, e: &Error) {
+    while let Ok(job) = jobs.recv() {
+        let _ = job.reply.send(Err(e.clone()));
+    }
+}
+
+/// Runs `batch` in one transaction, counts it, and answers each op: at
+/// once, or (with a syncer) after the WAL is on disk when the answer relies
+/// on it.
+fn commit_batch(
     conn: &mut Connection,
-    part: Vec<Job>,
-    level: &'static str,
-    synchronous: &mut Option<&'static str>,
+    batch: Vec<Job>,
+    syncer: Option<&Sender<Vec<Held>>>,
     observers: &Observers,
 ) {
-    if *synchronous != Some(level) {
-        match conn.pragma_update(None, "synchronous", level) {
-            Ok(()) => *synchronous = Some(level),
-            Err(e) => {
-                let e = failed(e);
-                for job in part {
-                    let _ = job.reply.send(Err(e.clone()));
-                }
-                return;
-            }
-        }
-    }
-    let started = Instant::now();
-    let results = match run_batch(conn, &part) {
+    let results = match run_batch(conn, &batch) {
         Ok(results) => results,
         // One op failed: each alone, so the others still land.
-        Err(_) => part
+        Err(_) => batch
             .iter()
             .map(|job| run_batch(conn, std::slice::from_ref(job)).and_then(one))
             .collect(),
     };
-    if let Some((sync_seconds, batch_size)) = observers.get() {
-        batch_size.observe(part.len() as f64);
-        if level == "FULL" {
-            sync_seconds.observe(started.elapsed().as_secs_f64());
+    if let Some((_, batch_size)) = observers.get() {
+        batch_size.observe(batch.len() as f64);
+    }
+    let mut held = Vec::new();
+    for (job, result) in batch.into_iter().zip(results) {
+        let relies_on_disk = match &result {
+            Ok(Reply::Claim(Claim::Done)) => true,
+            Ok(_) => job.op.durable(),
+            Err(_) => false,
+        };
+        if syncer.is_some() && relies_on_disk {
+            held.push((job.reply, result));
+        } else {
+            let _ = job.reply.send(result);
         }
     }
-    for (job, result) in part.into_iter().zip(results) {
-        let _ = job.reply.send(result);
+    if let Some(syncer) = syncer
+        && !held.is_empty()
+        && let Err(mpsc::SendError(held)) = syncer.send(held)
+    {
+        let e = Error::Unavailable("sqlite: the syncer has stopped".into());
+        for (reply, _) in held {
+            let _ = reply.send(Err(e.clone()));
+        }
     }
+}
+
+/// Starts the thread that fdatasyncs `wal` and then answers what waited
+/// for it; it ends when the writer drops the sender.
+fn start_syncer(wal: PathBuf, observers: Observers) -> Sender<Vec<Held>> {
+    let (sender, pending) = mpsc::channel::<Vec<Held>>();
+    let spawned = std::thread::Builder::new()
+        .name("sqlite-syncer".into())
+        .spawn(move || sync_loop(&wal, &pending, &observers));
+    if let Err(e) = spawned {
+        // The receiver is gone with the closure: every held answer then
+        // fails in commit_batch.
+        tracing::error!(error = %e, "sqlite: cannot start the syncer");
+    }
+    sender
+}
+
+fn sync_loop(wal: &Path, pending: &Receiver<Vec<Held>>, observers: &Observers) {
+    let mut file: Option<(File, u64)> = None;
+    while let Ok(mut held) = pending.recv() {
+        // Everything committed so far is covered by the one sync below.
+        while let Ok(more) = pending.try_recv() {
+            held.extend(more);
+        }
+        let started = Instant::now();
+        let synced = sync_wal(wal, &mut file);
+        if let Some((sync_seconds, _)) = observers.get() {
+            sync_seconds.observe(started.elapsed().as_secs_f64());
+        }
+        match synced {
+            Ok(()) => {
+                for (reply, result) in held {
+                    let _ = reply.send(result);
+                }
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "sqlite: syncing the WAL failed; the writes waiting for it are answered as failed");
+                let e = Error::Unavailable(format!("sqlite: syncing the WAL failed: {e}"));
+                for (reply, _) in held {
+                    let _ = reply.send(Err(e.clone()));
+                }
+            }
+        }
+    }
+}
+
+/// fdatasyncs the WAL, reopening it when the path names another file than
+/// the one held (SQLite deleted and made it again).
+fn sync_wal(wal: &Path, file: &mut Option<(File, u64)>) -> std::io::Result<()> {
+    let inode = std::fs::metadata(wal)?.ino();
+    let current = match file.take() {
+        Some((held, held_inode)) if held_inode == inode => held,
+        _ => std::fs::OpenOptions::new().write(true).open(wal)?,
+    };
+    let synced = current.sync_data();
+    *file = Some((current, inode));
+    synced
 }
 
 fn one(mut results: Vec<Result<Reply, Error>>) -> Result<Reply, Error> {
