@@ -19,7 +19,9 @@
 # CONNS=64 BODY=1024 SCHEME=github|stripe POOL=<events per fresh pool>
 # RATE=2000 RATE_SECONDS=10 RATE_CONNS=32 (the fixed-rate phase; RATE=0
 # skips it) MEMORY=1 (0 skips the memory phase) NONCES=<at most POOL> DOCS=1
-# (0 leaves docs/performance.md alone) HOOKGATE_BIN=<prebuilt binary>.
+# (0 leaves docs/performance.md alone) HOOKGATE_BIN=<prebuilt binary>
+# STORES=1 (0 skips the last phase: bench/store.sh, the stores and the
+# trail side by side, printed after the report).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -379,3 +381,8 @@ python3 "$ROOT/bench/report.py" --results "$RESULTS" --memory "$MEMFILE" --rate-
   --pool "$POOL" --load-before "$LOAD_BEFORE" --load-after "$LOAD_AFTER" --started "$STARTED" \
   --redis-rss "$REDIS_RSS" --commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
   ${DOCS:+$( [ "$DOCS" = 1 ] && echo --docs "$ROOT/docs/performance.md")}
+
+# --- the stores and the trail (bench/store.sh prints its own tables)
+if [ "${STORES:-1}" != 0 ]; then
+  HOOKGATE_BIN=$HOOKGATE_BIN bash "$ROOT/bench/store.sh"
+fi

@@ -39,7 +39,7 @@ for k = 2, #KEYS do
   local received, member, n = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2])
   a = a + 3
   if received ~= '' or redis.call('EXISTS', KEYS[k]) == 1 then
-    for i = a, a + n - 1 do redis.call('RPUSH', KEYS[k], ARGV[i]) end
+    if n > 0 then redis.call('RPUSH', KEYS[k], unpack(ARGV, a, a + n - 1)) end
     redis.call('PEXPIRE', KEYS[k], ARGV[2])
     if received ~= '' then
       redis.call('ZADD', KEYS[1], 'NX', received, member)
