@@ -5,12 +5,15 @@
 //! - `{prefix}:{trail}`: a sorted set of `{source}:{event_id}` scored by the
 //!   time the event was received, trimmed to `trail_max_events`.
 //!
-//! All of it shares the `{trail}` hash tag: one Cluster slot, so one script
-//! appends a fact, indexes a new event and trims the oldest at once.
+//! All of it shares the `{trail}` hash tag: one Cluster slot, so one
+//! pipeline carries the writes of many events, and the trim (a script) sees
+//! the index and the lists together.
 //!
 //! Facts a process notes go through one queue and one task that writes them
 //! in the order they were noted, as many as have queued up in one pipelined
-//! round trip: an event's facts never overtake each other.
+//! round trip of plain commands (`RPUSH`/`RPUSHX`, `PEXPIRE`, `ZADD NX`, one
+//! `ZCARD` per index): an event's facts never overtake each other. Only a
+//! round trip that finds the index over its bound runs the trim script.
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -25,39 +28,18 @@ use crate::trail::{Cursor, Fact, Stored};
 /// How long an event's facts outlive its last one, whatever the bound.
 pub const TTL: Duration = Duration::from_secs(30 * 24 * 3600);
 
-/// Appends the facts of several events in one call. KEYS[1] = the index,
-/// KEYS[1 + i] = event i's list. ARGV[1] = the bound, ARGV[2] = ttl ms,
-/// ARGV[3] = the list key prefix (for trimmed members), then per event:
-/// received ms (empty when no `Received` fact is appended), the index
-/// member, the number of facts, the facts. An event not held yet is taken
-/// only from a `Received` fact; the oldest events beyond the bound go, once
-/// per call.
-const APPEND_LUA: &str = r"
-local a = 4
-local added = false
-for k = 2, #KEYS do
-  local received, member, n = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2])
-  a = a + 3
-  if received ~= '' or redis.call('EXISTS', KEYS[k]) == 1 then
-    if n > 0 then redis.call('RPUSH', KEYS[k], unpack(ARGV, a, a + n - 1)) end
-    redis.call('PEXPIRE', KEYS[k], ARGV[2])
-    if received ~= '' then
-      redis.call('ZADD', KEYS[1], 'NX', received, member)
-      added = true
-    end
-  end
-  a = a + n
-end
-if added then
-  local over = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[1])
-  if over > 0 then
-    local old = redis.call('ZPOPMIN', KEYS[1], over)
-    for j = 1, #old, 2 do redis.call('DEL', ARGV[3] .. old[j]) end
-  end
+/// Trims the index to ARGV[1] members: the oldest go, and their lists.
+/// KEYS[1] = the index, ARGV[2] = the list key prefix. Run only when a
+/// batch's `ZCARD` shows the index over the bound.
+const TRIM_LUA: &str = r"
+local over = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[1])
+if over > 0 then
+  local old = redis.call('ZPOPMIN', KEYS[1], over)
+  for j = 1, #old, 2 do redis.call('DEL', ARGV[2] .. old[j]) end
 end
 return 1
 ";
-static APPEND: LazyLock<Script> = LazyLock::new(|| Script::new(APPEND_LUA));
+static TRIM: LazyLock<Script> = LazyLock::new(|| Script::new(TRIM_LUA));
 
 /// Facts waiting for the writer task at most; beyond it a fact is dropped
 /// (logged at debug level), never waited for.
@@ -74,39 +56,47 @@ pub struct Item {
     pub max: usize,
 }
 
-/// The script's keys and arguments for items of one prefix and bound.
-fn invocation(items: &[&Item]) -> (Vec<String>, Vec<Vec<u8>>) {
-    let Some(first) = items.first() else {
-        return (Vec::new(), Vec::new());
-    };
-    let mut keys = vec![index_key(&first.prefix)];
-    let mut args: Vec<Vec<u8>> = vec![
-        first.max.to_string().into_bytes(),
-        TTL.as_millis().to_string().into_bytes(),
-        list_prefix(&first.prefix).into_bytes(),
-    ];
-    for item in items {
-        let received = item
-            .facts
-            .iter()
-            .find_map(|f| match f {
-                Fact::Received { at, .. } => Some(at.to_string()),
-                _ => None,
-            })
-            .unwrap_or_default();
-        let m = member(&item.source, &item.event_id);
-        keys.push(format!("{}{m}", list_prefix(&item.prefix)));
-        let facts: Vec<Vec<u8>> = item
-            .facts
-            .iter()
-            .filter_map(|f| serde_json::to_vec(f).ok())
-            .collect();
-        args.push(received.into_bytes());
-        args.push(m.into_bytes());
-        args.push(facts.len().to_string().into_bytes());
-        args.extend(facts);
+/// Adds `item`'s writes to `pipe`, their answers ignored: its facts
+/// appended to its list (`RPUSHX`, which appends only to a list that
+/// exists, unless a `Received` fact comes with them: an event not held yet
+/// is taken only from that fact), the list's expiry moved, and with a
+/// `Received` fact the event indexed (`ZADD NX`). Returns whether it indexed.
+fn push_item(pipe: &mut redis::Pipeline, item: &Item) -> bool {
+    let received = item.facts.iter().find_map(|f| match f {
+        Fact::Received { at, .. } => Some(*at),
+        _ => None,
+    });
+    let facts: Vec<Vec<u8>> = item
+        .facts
+        .iter()
+        .filter_map(|f| serde_json::to_vec(f).ok())
+        .collect();
+    if facts.is_empty() {
+        return false;
     }
-    (keys, args)
+    let m = member(&item.source, &item.event_id);
+    let list = format!("{}{m}", list_prefix(&item.prefix));
+    pipe.cmd(if received.is_some() {
+        "RPUSH"
+    } else {
+        "RPUSHX"
+    })
+    .arg(&list)
+    .arg(facts)
+    .ignore();
+    pipe.cmd("PEXPIRE")
+        .arg(&list)
+        .arg(TTL.as_millis() as u64)
+        .ignore();
+    if let Some(at) = received {
+        pipe.cmd("ZADD")
+            .arg(index_key(&item.prefix))
+            .arg("NX")
+            .arg(at)
+            .arg(m)
+            .ignore();
+    }
+    received.is_some()
 }
 
 /// Writes what the queue holds, in order, until every sender is gone.
@@ -157,37 +147,45 @@ impl RedisStore {
         }
     }
 
-    /// Writes `batch` in one round trip, in order: one script call per run
-    /// of items with the same prefix and bound (one call, unless a reload
-    /// changed them).
+    /// Writes `batch` in one round trip, in order, then trims each index
+    /// it grew that went over its bound (a second call, only then).
     async fn trail_batch(&self, batch: &[Item]) -> Result<(), Error> {
         let mut pipe = redis::pipe();
-        let mut start = 0;
-        while start < batch.len() {
-            let same = |i: &Item| i.prefix == batch[start].prefix && i.max == batch[start].max;
-            let end = batch[start..]
-                .iter()
-                .position(|i| !same(i))
-                .map_or(batch.len(), |n| start + n);
-            let run: Vec<&Item> = batch[start..end].iter().collect();
-            let (keys, args) = invocation(&run);
-            let cmd = pipe.cmd("EVALSHA").arg(APPEND.get_hash()).arg(keys.len());
-            for k in &keys {
-                cmd.arg(k);
+        // The indexes grown, with their bounds, in the order of their ZCARDs.
+        let mut grown: Vec<(&str, usize)> = Vec::new();
+        for item in batch {
+            if push_item(&mut pipe, item) && !grown.contains(&(item.prefix.as_str(), item.max)) {
+                grown.push((item.prefix.as_str(), item.max));
             }
-            for a in &args {
-                cmd.arg(a.as_slice());
-            }
-            start = end;
         }
-        match self.query_pipeline::<redis::Value>(&pipe).await {
+        for (prefix, _) in &grown {
+            pipe.cmd("ZCARD").arg(index_key(prefix));
+        }
+        let held: Vec<usize> = self.query_pipeline(&pipe).await?;
+        for ((prefix, max), held) in grown.into_iter().zip(held) {
+            if held > max {
+                self.trail_trim(prefix, max).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs [`TRIM_LUA`] on `prefix`'s index.
+    async fn trail_trim(&self, prefix: &str, max: usize) -> Result<(), Error> {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(TRIM.get_hash())
+            .arg(1)
+            .arg(index_key(prefix))
+            .arg(max)
+            .arg(list_prefix(prefix));
+        match self.query::<redis::Value>(&cmd).await {
             Err(e) if e.to_string().to_ascii_lowercase().contains("noscript") => {
                 let _: String = self
-                    .query(redis::cmd("SCRIPT").arg("LOAD").arg(APPEND_LUA))
+                    .query(redis::cmd("SCRIPT").arg("LOAD").arg(TRIM_LUA))
                     .await?;
-                self.query_pipeline::<redis::Value>(&pipe).await.map(|_| ())
+                self.query::<redis::Value>(&cmd).await.map(drop)
             }
-            other => other.map(|_| ()),
+            other => other.map(drop),
         }
     }
 
