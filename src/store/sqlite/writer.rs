@@ -52,6 +52,9 @@ pub const MAX_BATCH: usize = 512;
 const PURGE_EVERY: Duration = Duration::from_secs(10);
 /// With `sync = "full"`: ops committed between two checkpoints at most.
 pub const CHECKPOINT_OPS: usize = 4000;
+/// With `sync = "full"`: the size the WAL file is cut back to when it
+/// starts over after a checkpoint.
+const WAL_LIMIT_BYTES: i64 = 64 << 20;
 /// With `sync = "full"`: the longest a committed op waits for a checkpoint.
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 /// Rows one purge pass deletes per table at most.
@@ -274,6 +277,12 @@ pub fn run(
 fn setup_full(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "synchronous", "OFF")?;
     conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+    // A WAL grown by a burst is cut back to this when it starts over.
+    let _: i64 = conn.query_row(
+        &format!("PRAGMA journal_size_limit = {WAL_LIMIT_BYTES}"),
+        [],
+        |r| r.get(0),
+    )?;
     Ok(())
 }
 
@@ -761,4 +770,69 @@ pub fn purge(conn: &mut Connection, now: i64, trail_max: Option<usize>) -> rusql
     }
     tx.commit()?;
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rows of `table` in the database file alone, the WAL ignored.
+    fn rows_in_the_file(path: &Path, table: &str) -> i64 {
+        let uri = format!("file:{}?immutable=1", path.display());
+        let conn = Connection::open_with_flags(
+            uri,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI,
+        )
+        .expect("open the file alone");
+        // Before the first checkpoint even the schema is in the WAL only.
+        conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+            .unwrap_or(0)
+    }
+
+    fn commit(jobs: &Sender<Job>, id: &str) -> oneshot::Receiver<Result<Reply, Error>> {
+        let (reply, answer) = oneshot::channel();
+        jobs.send(Job {
+            op: Op::Commit {
+                source: "s".into(),
+                id: id.into(),
+                ttl_ms: 60_000,
+            },
+            reply,
+        })
+        .expect("writer running");
+        answer
+    }
+
+    /// With `sync = "full"` SQLite's own checkpoints are off: the writer's
+    /// copy the WAL into the file within CHECKPOINT_EVERY of a commit, and
+    /// a commit is answered once the WAL is synced.
+    #[test]
+    fn commits_are_answered_and_copied_into_the_file() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("t.db");
+        let conn = super::super::open_writer(&path).expect("open");
+        let (jobs, receiver) = mpsc::channel();
+        let mut wal = path.clone().into_os_string();
+        wal.push("-wal");
+        let observers: Observers = Arc::new(OnceLock::new());
+        let writer = std::thread::spawn(move || {
+            run(conn, Sync::Full, wal.into(), receiver, observers);
+        });
+        let answers: Vec<_> = (0..20).map(|i| commit(&jobs, &format!("e{i}"))).collect();
+        for answer in answers {
+            assert!(matches!(answer.blocking_recv(), Ok(Ok(Reply::Done))));
+        }
+        assert_eq!(
+            rows_in_the_file(&path, "nonces"),
+            0,
+            "committed rows wait in the WAL first"
+        );
+        let deadline = Instant::now() + 10 * CHECKPOINT_EVERY;
+        while rows_in_the_file(&path, "nonces") < 20 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(rows_in_the_file(&path, "nonces"), 20);
+        drop(jobs);
+        writer.join().expect("writer thread");
+    }
 }
