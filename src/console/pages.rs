@@ -374,9 +374,33 @@ pub struct DeadEntry {
 pub struct DeadLetters {
     pub sources: Vec<(String, usize)>,
     pub source: Option<String>,
+    /// One page of the dead letters shown (all, or `source`'s).
     pub entries: Vec<DeadEntry>,
+    pub pager: Pager,
     pub notice: Option<String>,
     pub run: Option<Progress>,
+}
+
+/// Where a page of a list is: entries `from` to `to` (counted from 1) of
+/// `total`, and the links to the pages beside it.
+pub struct Pager {
+    pub from: usize,
+    pub to: usize,
+    pub total: usize,
+    pub previous: Option<String>,
+    pub next: Option<String>,
+}
+
+fn pager(p: &Pager) -> Markup {
+    html! {
+        @if p.previous.is_some() || p.next.is_some() {
+            p.pager {
+                @if let Some(previous) = &p.previous { a href=(previous) rel="prev" { "← Previous" } " " }
+                span.range { (p.from) "–" (p.to) " of " (p.total) }
+                @if let Some(next) = &p.next { " " a href=(next) rel="next" { "Next →" } }
+            }
+        }
+    }
 }
 
 fn dead_entry(csrf: &str, d: &DeadEntry) -> Markup {
@@ -475,7 +499,7 @@ pub fn dead_letters(frame: &Frame<'_>, view: &DeadLetters) -> Markup {
                     input type="hidden" name="csrf" value=(frame.csrf);
                     input type="hidden" name="source" value=(source);
                     button type="submit" { "Replay all" }
-                    " the " (view.entries.len()) " dead letters of " (source)
+                    " the " (view.pager.total) " dead letters of " (source)
                 }
             }
         } @else if !view.entries.is_empty() {
@@ -484,7 +508,9 @@ pub fn dead_letters(frame: &Frame<'_>, view: &DeadLetters) -> Markup {
         @if view.entries.is_empty() {
             p.none { "No dead letters." }
         }
+        (pager(&view.pager))
         @for d in &view.entries { (dead_entry(frame.csrf, d)) }
+        (pager(&view.pager))
     };
     layout(frame, head, content)
 }

@@ -23,6 +23,8 @@ const BODY_PREVIEW: usize = 4 * 1024;
 
 /// Events per page of the console's list.
 const EVENTS_PER_PAGE: usize = 50;
+/// Dead letters per page (each shows its headers and a body preview).
+const DEAD_PER_PAGE: usize = 50;
 
 /// The console waits this long at most for the store on a page.
 const STORE_WAIT: Duration = Duration::from_secs(5);
@@ -404,11 +406,39 @@ pub async fn dead_letters(
     for d in &all {
         *counts.entry(d.envelope.source.clone()).or_default() += 1;
     }
-    let entries = all
+    let shown: Vec<&Dead> = all
         .iter()
         .filter(|d| source.as_ref().is_none_or(|s| &d.envelope.source == s))
-        .map(dead_entry)
         .collect();
+    let total = shown.len();
+    // Pages count from 1; one past the last shows the last.
+    let pages = total.div_ceil(DEAD_PER_PAGE).max(1);
+    let page = urls::value(query, "page")
+        .and_then(|p| p.parse::<usize>().ok())
+        .unwrap_or(1)
+        .clamp(1, pages);
+    let from = (page - 1) * DEAD_PER_PAGE;
+    let entries = shown
+        .iter()
+        .skip(from)
+        .take(DEAD_PER_PAGE)
+        .map(|d| dead_entry(d))
+        .collect();
+    let link = |page: usize| {
+        let mut href = String::from("/console/dead-letters?");
+        if let Some(s) = &source {
+            href.push_str(&format!("source={}&", enc(s)));
+        }
+        href.push_str(&format!("page={page}"));
+        href
+    };
+    let pager = pages::Pager {
+        from: if total == 0 { 0 } else { from + 1 },
+        to: (from + DEAD_PER_PAGE).min(total),
+        total,
+        previous: (page > 1).then(|| link(page - 1)),
+        next: (page < pages).then(|| link(page + 1)),
+    };
     let notice = match (urls::value(query, "replayed"), urls::value(query, "result")) {
         (Some(id), Some(result)) => Some(match result.as_str() {
             "delivered" => format!("{id}: delivered."),
@@ -425,6 +455,7 @@ pub async fn dead_letters(
         sources: counts.into_iter().collect(),
         source,
         entries,
+        pager,
         notice,
         run,
     };

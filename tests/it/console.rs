@@ -316,6 +316,68 @@ async fn dead_letters_are_replayed_one_then_all_each_received_once() {
     browser.close().await;
 }
 
+/// 55 dead letters: the page shows 50 with their place in the list, the
+/// next page the other 5, and "Replay all" names all 55.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_letters_come_fifty_to_a_page() {
+    const DEAD: usize = 55;
+    let app = App::start().await;
+    let backend = Backend::sqlite();
+    let hookgate = start(&app, &backend, &queue_source("shop")).await;
+    let admin = hookgate.admin_url();
+    app.then_answer(&[400; DEAD]);
+    for i in 0..DEAD {
+        let id = format!("evt_page_{i:02}");
+        let body = format!(r#"{{"id":"{id}"}}"#);
+        assert_eq!(send(&hookgate, "shop", &id, &body, &[]).await, 200);
+    }
+    eventually("55 dead letters", || {
+        (backend.dead_letters() == DEAD as i64).then_some(())
+    })
+    .await;
+
+    let browser = Browser::start().await;
+    let client = &browser.client;
+    sign_in(client, &admin, ADMIN_TOKEN).await;
+    wait_text(client, "table.sources", "shop").await;
+    client
+        .goto(&format!("{admin}/console/dead-letters?source=shop"))
+        .await
+        .expect("dead letters page");
+    wait_text(client, "p.pager", "1–50 of 55").await;
+    let shown = client
+        .find_all(Locator::Css("article.dead"))
+        .await
+        .expect("entries");
+    assert_eq!(shown.len(), 50);
+    wait_text(client, "form.replay-all", "the 55 dead letters of shop").await;
+    client
+        .find(Locator::Css("p.pager a[rel=next]"))
+        .await
+        .expect("a link to the next page")
+        .click()
+        .await
+        .expect("follow it");
+    wait_text(client, "p.pager", "51–55 of 55").await;
+    let shown = client
+        .find_all(Locator::Css("article.dead"))
+        .await
+        .expect("entries");
+    assert_eq!(shown.len(), 5);
+    assert!(
+        client
+            .find(Locator::Css("p.pager a[rel=next]"))
+            .await
+            .is_err(),
+        "no page after the last"
+    );
+    client
+        .find(Locator::Css("p.pager a[rel=prev]"))
+        .await
+        .expect("a link back");
+    browser.close().await;
+}
+
 /// The session cookie and the CSRF token of a fresh sign-in, by plain HTTP.
 async fn session(admin: &str) -> (String, String) {
     let form = format!("token={ADMIN_TOKEN}");
