@@ -11,10 +11,26 @@ use std::time::Duration;
 
 use crate::concurrency::{hundred_copies_reach_the_app_once, two_replicas_forward_an_event_once};
 use crate::support::redis::RedisCluster;
-use crate::support::{ConfigBuilder, Hookgate, SourceSpec, StoreSpec, Upstream, eventually};
+use crate::support::{
+    ConfigBuilder, Event, Hookgate, Resp, SourceSpec, StoreSpec, Upstream, eventually,
+};
 
 fn nonce_key(source: &str, id: &str) -> String {
     format!("hookgate:nonce:{source}:{id}")
+}
+
+/// `event` sent to `gate` again and again (bounded) until it is answered
+/// with anything but 503; that answer.
+async fn answered(what: &str, gate: &Hookgate, source: &SourceSpec, event: &Event) -> Resp {
+    eventually(what, || async {
+        let resp = gate.send(source, event).await;
+        if resp.status == 503 {
+            Err(format!("{resp:?}"))
+        } else {
+            Ok(resp)
+        }
+    })
+    .await
 }
 
 /// How many times the app received each event id.
@@ -124,29 +140,17 @@ async fn the_whole_cluster_down_is_503_and_both_replicas_recover() {
     assert_eq!(upstream.count(), 1, "nothing forwarded without the store");
 
     cluster.restart();
-    eventually(
+    answered(
         "replica A takes the event once the cluster is back",
-        || async {
-            let resp = a.send(&stripe, &during).await;
-            if resp.status == 503 {
-                Err(format!("{resp:?}"))
-            } else {
-                Ok(resp)
-            }
-        },
+        &a,
+        &stripe,
+        &during,
     )
     .await
     .assert_app_ok();
-    eventually("replica B sees it as done", || async {
-        let resp = b.send(&stripe, &during).await;
-        if resp.status == 503 {
-            Err(format!("{resp:?}"))
-        } else {
-            Ok(resp)
-        }
-    })
-    .await
-    .assert_duplicate("evt_cluster_during");
+    answered("replica B sees it as done", &b, &stripe, &during)
+        .await
+        .assert_duplicate("evt_cluster_during");
     assert_eq!(upstream.count(), 2);
     eventually("both replicas are ready again", || async {
         let ready = (
@@ -200,14 +204,12 @@ async fn restarts_of_the_whole_cluster_under_load_are_recovered_from_each_time()
         restarting.store(false, Ordering::SeqCst);
         sender.await.expect("sender task");
         let probe = stripe.event(&format!("evt_restart_{round}_after"), "invoice.paid");
-        eventually(&format!("events taken after restart {round}"), || async {
-            let resp = gate.send(&stripe, &probe).await;
-            if resp.status == 503 {
-                Err(format!("{resp:?}"))
-            } else {
-                Ok(resp)
-            }
-        })
+        answered(
+            &format!("events taken after restart {round}"),
+            &gate,
+            &stripe,
+            &probe,
+        )
         .await
         .assert_app_ok();
     }
@@ -259,16 +261,9 @@ async fn a_cluster_rebuilt_empty_on_the_same_addresses_is_found_again() {
     assert!(refused > 0, "no request was refused during the rebuild");
 
     let after = stripe.event("evt_rebuild_after", "invoice.paid");
-    eventually("the rebuilt cluster takes events", || async {
-        let resp = gate.send(&stripe, &after).await;
-        if resp.status == 503 {
-            Err(format!("{resp:?}"))
-        } else {
-            Ok(resp)
-        }
-    })
-    .await
-    .assert_app_ok();
+    answered("the rebuilt cluster takes events", &gate, &stripe, &after)
+        .await
+        .assert_app_ok();
     eventually("ready again", || async {
         match gate.admin_get("/readyz").await.status {
             200 => Ok(()),
@@ -341,14 +336,12 @@ async fn one_master_down_its_slots_answer_503_and_nothing_is_forwarded_unclaimed
     cluster.restart_node(0);
     for id in affected.iter().chain(&others) {
         let event = stripe.event(id, "invoice.paid");
-        let resp = eventually("the event is answered once the master is back", || async {
-            let resp = gate.send(&stripe, &event).await;
-            if resp.status == 503 {
-                Err(format!("{resp:?}"))
-            } else {
-                Ok(resp)
-            }
-        })
+        let resp = answered(
+            "the event is answered once the master is back",
+            &gate,
+            &stripe,
+            &event,
+        )
         .await;
         if served_while_down.contains(id) {
             resp.assert_duplicate(id);

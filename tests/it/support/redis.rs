@@ -346,16 +346,8 @@ impl RedisCluster {
         let nodes: Vec<RedisServer> = (0..masters * (1 + replicas))
             .map(|_| RedisServer::start_inner(None, true, persistent))
             .collect();
-        let mut create = Command::new("redis-cli");
-        create.arg("--cluster").arg("create");
-        for node in &nodes {
-            create.arg(format!("127.0.0.1:{}", node.port));
-        }
-        create
-            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
-            .stdin(Stdio::null());
-        run_bounded(&mut create, Duration::from_secs(60));
         let cluster = RedisCluster { nodes };
+        cluster.create(replicas);
         cluster.wait_ok();
         if replicas > 0 {
             cluster.wait_replicas_synced();
@@ -404,11 +396,25 @@ impl RedisCluster {
         }
     }
 
-    /// Starts every node again on its ports; each finds the cluster layout in
-    /// its `nodes.conf`. Waits until the cluster is healthy.
-    pub fn restart(&mut self) {
+    /// `redis-cli --cluster create` on every node, `replicas` per master.
+    fn create(&self, replicas: usize) {
+        let mut create = Command::new("redis-cli");
+        create.arg("--cluster").arg("create");
+        for node in &self.nodes {
+            create.arg(format!("127.0.0.1:{}", node.port));
+        }
+        create
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
+            .stdin(Stdio::null());
+        run_bounded(&mut create, Duration::from_secs(60));
+    }
+
+    /// Kills every node, lets `between` run on each stopped node, and starts
+    /// them all again on their ports.
+    fn respawn(&mut self, between: impl Fn(&RedisServer)) {
         for node in &mut self.nodes {
             node.stop();
+            between(node);
         }
         for node in &mut self.nodes {
             node.spawn();
@@ -421,6 +427,12 @@ impl RedisCluster {
                 );
             }
         }
+    }
+
+    /// Starts every node again on its ports; each finds the cluster layout in
+    /// its `nodes.conf`. Waits until the cluster is healthy.
+    pub fn restart(&mut self) {
+        self.respawn(|_| {});
         self.wait_ok();
     }
 
@@ -429,34 +441,14 @@ impl RedisCluster {
     /// `redis-cli --cluster create` runs again after `empty_for`. Waits until
     /// the cluster is healthy.
     pub fn rebuild(&mut self, empty_for: Duration) {
-        for node in &mut self.nodes {
-            node.stop();
+        self.respawn(|node| {
             let conf = node.dir.path().join("nodes.conf");
             if let Err(e) = std::fs::remove_file(&conf) {
                 panic!("remove {}: {e}", conf.display());
             }
-        }
-        for node in &mut self.nodes {
-            node.spawn();
-        }
-        for node in &mut self.nodes {
-            if let Err(failure) = node.wait_ready() {
-                panic!(
-                    "cluster node did not restart on port {}: {failure}",
-                    node.port
-                );
-            }
-        }
+        });
         sleep(empty_for);
-        let mut create = Command::new("redis-cli");
-        create.arg("--cluster").arg("create");
-        for node in &self.nodes {
-            create.arg(format!("127.0.0.1:{}", node.port));
-        }
-        create
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
-            .stdin(Stdio::null());
-        run_bounded(&mut create, Duration::from_secs(60));
+        self.create(0);
         self.wait_ok();
     }
 
