@@ -241,8 +241,17 @@ impl SqliteStore {
         let now = crate::time::now_ms();
         let row: Option<(String, i64)> = self
             .read(move |conn| {
+                let done = conn
+                    .prepare_cached(
+                        "SELECT state, expires_ms FROM nonces WHERE source = ?1 AND event_id = ?2 AND expires_ms > ?3",
+                    )?
+                    .query_row(params![source, id, now], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()?;
+                if done.is_some() {
+                    return Ok(done);
+                }
                 conn.prepare_cached(
-                    "SELECT state, expires_ms FROM nonces WHERE source = ?1 AND event_id = ?2 AND expires_ms > ?3",
+                    "SELECT 'in_flight', expires_ms FROM claims WHERE source = ?1 AND event_id = ?2 AND expires_ms > ?3",
                 )?
                 .query_row(params![source, id, now], |r| Ok((r.get(0)?, r.get(1)?)))
                 .optional()

@@ -348,6 +348,8 @@ async fn the_sqlite3_shell_reads_the_file_while_it_is_served() {
     })
     .await;
     assert_eq!(shell("SELECT count(*) FROM dead_letters"), "0");
+    // Each commit ended its event's claim.
+    assert_eq!(shell("SELECT count(*) FROM claims"), "0");
     drop(gate);
 }
 

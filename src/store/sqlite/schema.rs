@@ -2,13 +2,18 @@
 //!
 //! | table | one row per | columns an operator reads |
 //! |---|---|---|
-//! | `nonces` | event id seen | `source`, `event_id`, `state` (`in_flight` or `done`), `expires_ms` |
+//! | `nonces` | event id the app took | `source`, `event_id`, `state` (`done`; `in_flight` only in files of version 2 and older), `expires_ms` |
+//! | `claims` | event id on its way to the app now | `source`, `event_id`, `expires_ms` (the lease) |
 //! | `leases` | resource being delivered (version gate) | `source`, `resource`, `expires_ms` |
 //! | `versions` | gated resource | `source`, `resource`, `version` (decimal text) |
 //! | `failures` | forward-mode event the app failed | `source`, `event_id`, `count` |
 //! | `queue` | queued event | `id`, `source`, `event_id`, `event_type`, `attempts`, `last_error`, `due_ms`, `lease_owner` |
 //! | `dead_letters` | dead letter | `id`, `source`, `event_id`, `event_type`, `attempts`, `last_error`, `dead_ms` |
 //! | `events` | event in the trail (DESIGN §7a) | `source`, `event_id`, `event_type`, `state`, `received_ms`, `facts` (one JSON fact a line) |
+//!
+//! A claim lives in `claims`, a table of the few events in flight, so
+//! claiming writes the same few pages whatever the id; only the commit
+//! writes a row of the large `nonces` table.
 //!
 //! Times are unix milliseconds. `envelope` holds the stored request: JSON
 //! metadata, a newline, the raw body. The schema uses nothing newer than
@@ -96,6 +101,15 @@ CREATE TABLE events (
 ) WITHOUT ROWID;
 CREATE INDEX events_received ON events (received_ms, source, event_id);
 ",
+    r"
+CREATE TABLE claims (
+    source     TEXT NOT NULL,
+    event_id   TEXT NOT NULL,
+    token      TEXT NOT NULL,
+    expires_ms INTEGER NOT NULL,
+    PRIMARY KEY (source, event_id)
+) WITHOUT ROWID;
+",
 ];
 
 /// The schema version this build writes.
@@ -163,6 +177,7 @@ mod tests {
             "queue",
             "dead_letters",
             "events",
+            "claims",
         ] {
             let n: i64 = conn
                 .query_row(
@@ -189,10 +204,12 @@ mod tests {
             .query_row("SELECT count(*) FROM nonces", [], |r| r.get(0))
             .expect("count");
         assert_eq!(n, 1);
-        let events: i64 = conn
-            .query_row("SELECT count(*) FROM events", [], |r| r.get(0))
-            .expect("the new table");
-        assert_eq!(events, 0);
+        for table in ["events", "claims"] {
+            let rows: i64 = conn
+                .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+                .unwrap_or_else(|e| panic!("the new table {table}: {e}"));
+            assert_eq!(rows, 0, "{table}");
+        }
     }
 
     #[test]

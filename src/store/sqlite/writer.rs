@@ -424,11 +424,30 @@ fn run_batch(conn: &mut Connection, batch: &[Job]) -> Result<Vec<Result<Reply, E
     Ok(out)
 }
 
+/// The table holding `t`'s leases, and its id column.
 fn table(t: Table) -> (&'static str, &'static str) {
     match t {
-        Table::Nonces => ("nonces", "event_id"),
+        Table::Nonces => ("claims", "event_id"),
         Table::Leases => ("leases", "resource"),
     }
+}
+
+/// Marks an event id done for `ttl_ms` and ends its claim, whoever holds it.
+fn mark_done(
+    tx: &Transaction<'_>,
+    source: &str,
+    id: &str,
+    ttl_ms: i64,
+    now: i64,
+) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "INSERT OR REPLACE INTO nonces (source, event_id, state, token, expires_ms) \
+         VALUES (?1, ?2, 'done', NULL, ?3)",
+    )?
+    .execute(params![source, id, now.saturating_add(ttl_ms)])?;
+    tx.prepare_cached("DELETE FROM claims WHERE source = ?1 AND event_id = ?2")?
+        .execute(params![source, id])?;
+    Ok(())
 }
 
 fn apply(tx: &Transaction<'_>, op: &Op, now: i64) -> rusqlite::Result<Reply> {
@@ -440,30 +459,41 @@ fn apply(tx: &Transaction<'_>, op: &Op, now: i64) -> rusqlite::Result<Reply> {
             token,
             lease_ms,
         } => {
+            // An event id: taken when `nonces` holds it (done), or in flight
+            // when `claims` does; a lease: in flight when `leases` does.
             let (name, column) = table(*t);
-            let found: Option<(Option<String>, i64)> = tx
-                .prepare_cached(&format!(
-                    "SELECT {state}, expires_ms FROM {name} WHERE source = ?1 AND {column} = ?2",
-                    state = if *t == Table::Nonces { "state" } else { "NULL" },
-                ))?
-                .query_row(params![source, id], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()?;
-            match found {
-                Some((state, expires)) if expires > now => {
-                    return Ok(Reply::Claim(if state.as_deref() == Some("done") {
+            if *t == Table::Nonces {
+                let done: Option<(String, i64)> = tx
+                    .prepare_cached(
+                        "SELECT state, expires_ms FROM nonces WHERE source = ?1 AND event_id = ?2",
+                    )?
+                    .query_row(params![source, id], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()?;
+                if let Some((state, expires)) = done
+                    && expires > now
+                {
+                    return Ok(Reply::Claim(if state == "done" {
                         Claim::Done
                     } else {
                         Claim::InFlight
                     }));
                 }
-                _ => {}
+            }
+            let held: Option<i64> = tx
+                .prepare_cached(&format!(
+                    "SELECT expires_ms FROM {name} WHERE source = ?1 AND {column} = ?2"
+                ))?
+                .query_row(params![source, id], |r| r.get(0))
+                .optional()?;
+            if held.is_some_and(|expires| expires > now) {
+                return Ok(Reply::Claim(Claim::InFlight));
             }
             let expires = now.saturating_add(*lease_ms);
             match t {
                 Table::Nonces => tx
                     .prepare_cached(
-                        "INSERT OR REPLACE INTO nonces (source, event_id, state, token, expires_ms) \
-                         VALUES (?1, ?2, 'in_flight', ?3, ?4)",
+                        "INSERT OR REPLACE INTO claims (source, event_id, token, expires_ms) \
+                         VALUES (?1, ?2, ?3, ?4)",
                     )?
                     .execute(params![source, id, token, expires])?,
                 Table::Leases => tx
@@ -476,11 +506,7 @@ fn apply(tx: &Transaction<'_>, op: &Op, now: i64) -> rusqlite::Result<Reply> {
             Ok(Reply::Claim(Claim::Fresh))
         }
         Op::Commit { source, id, ttl_ms } => {
-            tx.prepare_cached(
-                "INSERT OR REPLACE INTO nonces (source, event_id, state, token, expires_ms) \
-                 VALUES (?1, ?2, 'done', NULL, ?3)",
-            )?
-            .execute(params![source, id, now.saturating_add(*ttl_ms)])?;
+            mark_done(tx, source, id, *ttl_ms, now)?;
             Ok(Reply::Done)
         }
         Op::Release {
@@ -492,8 +518,7 @@ fn apply(tx: &Transaction<'_>, op: &Op, now: i64) -> rusqlite::Result<Reply> {
             match t {
                 Table::Nonces => tx
                     .prepare_cached(
-                        "DELETE FROM nonces WHERE source = ?1 AND event_id = ?2 \
-                         AND state = 'in_flight' AND token = ?3",
+                        "DELETE FROM claims WHERE source = ?1 AND event_id = ?2 AND token = ?3",
                     )?
                     .execute(params![source, id, token])?,
                 Table::Leases => tx
@@ -554,11 +579,7 @@ fn apply(tx: &Transaction<'_>, op: &Op, now: i64) -> rusqlite::Result<Reply> {
             commit,
         } => {
             if let Some((source, id, ttl_ms)) = commit {
-                tx.prepare_cached(
-                    "INSERT OR REPLACE INTO nonces (source, event_id, state, token, expires_ms) \
-                     VALUES (?1, ?2, 'done', NULL, ?3)",
-                )?
-                .execute(params![source, id, now.saturating_add(*ttl_ms)])?;
+                mark_done(tx, source, id, *ttl_ms, now)?;
             }
             tx.prepare_cached(
                 "INSERT INTO queue (source, event_id, event_type, attempts, last_error, \
@@ -738,7 +759,7 @@ fn apply(tx: &Transaction<'_>, op: &Op, now: i64) -> rusqlite::Result<Reply> {
     }
 }
 
-/// Deletes expired nonces, leases, versions and failure counts, and the
+/// Deletes expired nonces, claims, leases, versions and failure counts, and the
 /// oldest trail events beyond `trail_max`, at most [`PURGE_LIMIT`] of each.
 pub fn purge(conn: &mut Connection, now: i64, trail_max: Option<usize>) -> rusqlite::Result<usize> {
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
@@ -756,6 +777,7 @@ pub fn purge(conn: &mut Connection, now: i64, trail_max: Option<usize>) -> rusql
     }
     for (table, key) in [
         ("nonces", "source, event_id"),
+        ("claims", "source, event_id"),
         ("leases", "source, resource"),
         ("versions", "source, resource"),
         ("failures", "source, event_id"),
