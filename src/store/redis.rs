@@ -607,8 +607,9 @@ impl RedisStore {
         }
     }
 
-    /// After a failed command on `node`: forget it when the failure says it
-    /// is no longer the primary.
+    /// After a failed command on `node`: with sentinels, forget the node when
+    /// the failure says it is no longer the primary; on a cluster, count the
+    /// failure towards remaking the connection.
     fn note_failure(&self, node: Option<&Node>, e: &RedisError) {
         match (&self.target, node) {
             (Target::Sentinel(primary), Some(node)) if primary_gone(e) => {
@@ -619,7 +620,8 @@ impl RedisStore {
         }
     }
 
-    /// After no answer in time: a frozen primary looks like this.
+    /// After no answer in time: a frozen primary (or a cluster connection
+    /// that no longer recovers) looks like this.
     fn note_silence(&self) {
         match &self.target {
             Target::Sentinel(primary) => primary.forget_current("no answer in time"),
