@@ -353,13 +353,8 @@ pub fn event(frame: &Frame<'_>, view: &EventPage) -> Markup {
 // Dead letters
 
 pub struct DeadEntry {
-    pub id: String,
-    pub source: String,
-    pub event_id: String,
-    pub event_type: Option<String>,
-    pub delivery: String,
-    pub attempts: u32,
-    pub last_error: Option<String>,
+    /// What `hookgate dlq list` and `GET /dlq` say of it.
+    pub summary: crate::dlq::Summary,
     pub received_at: String,
     pub age: String,
     pub method: String,
@@ -404,18 +399,19 @@ fn pager(p: &Pager) -> Markup {
 }
 
 fn dead_entry(csrf: &str, d: &DeadEntry) -> Markup {
+    let s = &d.summary;
     html! {
-        article.dead id={ "dead-" (d.id) } {
+        article.dead id={ "dead-" (s.id) } {
             header {
-                span.id { (d.id) }
-                " · " (d.source) " · "
-                a href=(event_link(&d.source, &d.event_id)) { (d.event_id) }
-                @if let Some(t) = &d.event_type { " · " (t) }
+                span.id { (s.id) }
+                " · " (s.source) " · "
+                a href=(event_link(&s.source, &s.event_id)) { (s.event_id) }
+                @if let Some(t) = &s.event_type { " · " (t) }
             }
             dl.facts {
-                dt { "Delivery" } dd { (d.delivery) }
-                dt { "Attempts" } dd { (d.attempts) }
-                dt { "Last error" } dd { (d.last_error.as_deref().unwrap_or("–")) }
+                dt { "Delivery" } dd { (s.delivery) }
+                dt { "Attempts" } dd { (s.attempts) }
+                dt { "Last error" } dd { (s.last_error.as_deref().unwrap_or("–")) }
                 dt { "Received" } dd { (d.received_at) " (" (d.age) " ago)" }
                 dt { "Request" } dd { (d.method) " " (d.uri) }
             }
@@ -437,8 +433,8 @@ fn dead_entry(csrf: &str, d: &DeadEntry) -> Markup {
             }
             form method="post" action="/console/dead-letters/replay" {
                 input type="hidden" name="csrf" value=(csrf);
-                input type="hidden" name="id" value=(d.id);
-                input type="hidden" name="source" value=(d.source);
+                input type="hidden" name="id" value=(s.id);
+                input type="hidden" name="source" value=(s.source);
                 button type="submit" { "Replay" }
             }
         }

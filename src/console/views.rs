@@ -346,13 +346,7 @@ fn dead_entry(dead: &Dead) -> DeadEntry {
     let e = &dead.envelope;
     let shown = &e.body[..e.body.len().min(BODY_PREVIEW)];
     DeadEntry {
-        id: dead.id.clone(),
-        source: e.source.clone(),
-        event_id: e.event_id.clone(),
-        event_type: e.event_type.clone(),
-        delivery: e.delivery.clone(),
-        attempts: e.attempts,
-        last_error: e.last_error.clone(),
+        summary: dead.summary(),
         received_at: time(e.received_ms),
         age: age(e.received_ms),
         method: e.method.clone(),
