@@ -424,11 +424,11 @@ fn run_batch(conn: &mut Connection, batch: &[Job]) -> Result<Vec<Result<Reply, E
     Ok(out)
 }
 
-/// The table holding `t`'s leases, and its id column.
-fn table(t: Table) -> (&'static str, &'static str) {
+/// The query for the expiry of `t`'s lease on `(source, id)`.
+fn lease_expiry(t: Table) -> &'static str {
     match t {
-        Table::Nonces => ("claims", "event_id"),
-        Table::Leases => ("leases", "resource"),
+        Table::Nonces => "SELECT expires_ms FROM claims WHERE source = ?1 AND event_id = ?2",
+        Table::Leases => "SELECT expires_ms FROM leases WHERE source = ?1 AND resource = ?2",
     }
 }
 
@@ -461,7 +461,6 @@ fn apply(tx: &Transaction<'_>, op: &Op, now: i64) -> rusqlite::Result<Reply> {
         } => {
             // An event id: taken when `nonces` holds it (done), or in flight
             // when `claims` does; a lease: in flight when `leases` does.
-            let (name, column) = table(*t);
             if *t == Table::Nonces {
                 let done: Option<(String, i64)> = tx
                     .prepare_cached(
@@ -480,9 +479,7 @@ fn apply(tx: &Transaction<'_>, op: &Op, now: i64) -> rusqlite::Result<Reply> {
                 }
             }
             let held: Option<i64> = tx
-                .prepare_cached(&format!(
-                    "SELECT expires_ms FROM {name} WHERE source = ?1 AND {column} = ?2"
-                ))?
+                .prepare_cached(lease_expiry(*t))?
                 .query_row(params![source, id], |r| r.get(0))
                 .optional()?;
             if held.is_some_and(|expires| expires > now) {
