@@ -292,7 +292,21 @@ impl<'a> Steps<'a> {
         }
     }
 
-    /// Appends facts to `event`'s trail, without waiting.
+    /// `facts` as a note for `event`'s trail to ride on one of its writes;
+    /// `None` when the trail is off or there is nothing to note.
+    pub fn note_of(&self, event: &Event<'_>, facts: Vec<Fact>) -> Option<store::Note> {
+        let max = self.config.admin.trail_max_events;
+        (max > 0 && !facts.is_empty()).then(|| store::Note {
+            prefix: self.prefix().to_owned(),
+            source: event.source.to_owned(),
+            event_id: event.event_id.to_owned(),
+            facts,
+            max,
+        })
+    }
+
+    /// Appends facts to `event`'s trail on their own, without waiting (for
+    /// facts that ride on no write of the event).
     pub fn note(&self, event: &Event<'_>, facts: Vec<Fact>) {
         self.store.trail_note(
             self.prefix(),
@@ -364,11 +378,18 @@ impl<'a> Steps<'a> {
     }
 
     /// Step 4 after a 2xx (or a gate answer that settles the event): its
-    /// nonce becomes `done` for `nonce_ttl`, whoever holds it by then.
-    pub async fn commit(&self, event: &Event<'_>, nonce: &Lease) -> Result<(), store::Error> {
+    /// nonce becomes `done` for `nonce_ttl`, whoever holds it by then;
+    /// `facts` ride on that write.
+    pub async fn commit(
+        &self,
+        event: &Event<'_>,
+        nonce: &Lease,
+        facts: Vec<Fact>,
+    ) -> Result<(), store::Error> {
+        let note = self.note_of(event, facts);
         let result = self
             .store
-            .commit(&nonce.key, self.config.store.nonce_ttl)
+            .commit(&nonce.key, self.config.store.nonce_ttl, note)
             .await;
         if let Err(e) = &result {
             self.store_failed(event, "nonce commit failed", e);
@@ -380,8 +401,18 @@ impl<'a> Steps<'a> {
     /// token. A failed release only delays the next try until the lease
     /// expires.
     pub async fn release(&self, event: &Event<'_>, lease: Option<Lease>) {
-        let Some(lease) = lease else { return };
-        if let Err(e) = self.store.release(&lease.key, &lease.token).await {
+        self.release_noting(event, lease, Vec::new()).await;
+    }
+
+    /// [`Steps::release`] with `facts` riding on the release (written on
+    /// their own when there is no lease to release).
+    pub async fn release_noting(&self, event: &Event<'_>, lease: Option<Lease>, facts: Vec<Fact>) {
+        let Some(lease) = lease else {
+            self.note(event, facts);
+            return;
+        };
+        let note = self.note_of(event, facts);
+        if let Err(e) = self.store.release(&lease.key, &lease.token, note).await {
             self.store_failed(event, "lease release failed; it expires on its own", &e);
         }
     }

@@ -275,7 +275,7 @@ impl Replayer<'_> {
                 }
                 Ok(Gated::Equal | Gated::Stale) => {
                     if let Some(nonce) = &nonce {
-                        let _ = steps.commit(&event, nonce).await;
+                        let _ = steps.commit(&event, nonce, Vec::new()).await;
                     }
                     self.remove(&dead.id).await?;
                     return Ok(Replayed::StaleVersion);
@@ -298,7 +298,7 @@ impl Replayer<'_> {
             Attempt::Delivered => {
                 steps.delivered(&event, lock).await;
                 if let Some(nonce) = &nonce {
-                    let _ = steps.commit(&event, nonce).await;
+                    let _ = steps.commit(&event, nonce, Vec::new()).await;
                 }
                 self.remove(&dead.id).await?;
                 steps

@@ -32,6 +32,7 @@ use crate::ordering::Gate;
 use crate::outcome::{Body, Outcome};
 use crate::scheme::{Error, Verified};
 use crate::state::{Runtime, State};
+use crate::store;
 use crate::store::keys::{self, key_safe_id};
 use crate::time::{unix_now, unix_now_f64};
 use crate::trail::{self, Fact};
@@ -282,7 +283,7 @@ async fn deliver(
                 // A stale or equal version settles the event: its nonce is
                 // committed, so a sender retry is a cheap duplicate that
                 // needs no version read.
-                let _ = steps.commit(&event, &nonce).await;
+                let _ = steps.commit(&event, &nonce, Vec::new()).await;
                 let outcome = if matches!(settled, Gated::Stale) {
                     Outcome::StaleVersion
                 } else {
@@ -322,10 +323,8 @@ async fn deliver(
     };
     if source.delivery == Delivery::Queue {
         let envelope = Envelope::new(&parts, body, received);
-        let outcome = enqueue(state, &steps, &event, nonce, &envelope).await;
-        if matches!(outcome, Outcome::Queued { .. }) {
-            steps.note(&event, vec![arrival(trail::State::Waiting)]);
-        }
+        let facts = vec![arrival(trail::State::Waiting)];
+        let outcome = enqueue(state, &steps, &event, nonce, &envelope, facts).await;
         return finish(state, source, Some(&verified), outcome, None);
     }
 
@@ -335,23 +334,21 @@ async fn deliver(
         (_, Ok(_)) => ("forwarded", trail::State::Released),
         (_, Err(e)) => (Outcome::from(e).code(), trail::State::Released),
     };
-    steps.note(
-        &event,
-        vec![
-            arrival(trail::State::InFlight),
-            Fact::Attempted {
-                attempt: trail_attempt(
-                    trail::Mode::Forward,
-                    word,
-                    attempted.status(),
-                    attempted.elapsed,
-                ),
-                state: settled,
-                next_attempt_at: None,
-                dead_letter_id: None,
-            },
-        ],
-    );
+    // The arrival and the attempt ride on the commit or the release.
+    let facts = vec![
+        arrival(trail::State::InFlight),
+        Fact::Attempted {
+            attempt: trail_attempt(
+                trail::Mode::Forward,
+                word,
+                attempted.status(),
+                attempted.elapsed,
+            ),
+            state: settled,
+            next_attempt_at: None,
+            dead_letter_id: None,
+        },
+    ];
     let (response, error) = match (attempted.attempt, attempted.answer) {
         (Attempt::Delivered, Ok(response)) => {
             steps.delivered(&event, lock).await;
@@ -360,15 +357,9 @@ async fn deliver(
             // without waiting for it (one round trip less on the answer's
             // path); see `commit_behind` for why a copy still finds it done.
             if state.store.answers_before_commit() {
-                commit_behind(
-                    state,
-                    nonce,
-                    runtime.config.store.nonce_ttl,
-                    &source.name,
-                    &event_id,
-                )
-                .await;
-            } else if steps.commit(&event, &nonce).await.is_err() {
+                let note = steps.note_of(&event, facts);
+                commit_behind(state, nonce, runtime.config.store.nonce_ttl, &event, note).await;
+            } else if steps.commit(&event, &nonce, facts).await.is_err() {
                 retry_commit(state, nonce, runtime.config.store.nonce_ttl, &source.name);
             }
             if let Some(ts) = verified.timestamp {
@@ -381,7 +372,7 @@ async fn deliver(
         }
         (_, answer) => {
             steps.release(&event, lock).await;
-            steps.release(&event, Some(nonce)).await;
+            steps.release_noting(&event, Some(nonce), facts).await;
             match answer {
                 Ok(response) => {
                     let status = response.status();
@@ -412,6 +403,7 @@ async fn enqueue(
     event: &Event<'_>,
     nonce: Lease,
     envelope: &Envelope,
+    facts: Vec<Fact>,
 ) -> Outcome {
     // Config validation refuses queue delivery on the memory store, which
     // answers every enqueue with an error.
@@ -425,6 +417,7 @@ async fn enqueue(
             envelope.meta(),
             envelope.encode(),
             Some((nonce.key(), steps.config.store.nonce_ttl)),
+            steps.note_of(event, facts),
         )
         .await;
     match enqueued {
@@ -510,14 +503,14 @@ async fn commit_behind(
     state: &Arc<State>,
     nonce: Lease,
     ttl: Duration,
-    source: &str,
-    event_id: &str,
+    event: &Event<'_>,
+    note: Option<store::Note>,
 ) {
     let owned = Arc::clone(state);
-    let source = source.to_owned();
-    let event_id = event_id.to_owned();
+    let source = event.source.to_owned();
+    let event_id = event.event_id.to_owned();
     let mut commit = Box::pin(async move {
-        if let Err(e) = owned.store.commit(nonce.key(), ttl).await {
+        if let Err(e) = owned.store.commit(nonce.key(), ttl, note).await {
             owned.metrics.store_errors.inc();
             tracing::warn!(source = %source, event_id = %event_id, error = %e, "nonce commit failed");
             retry_commit(&owned, nonce, ttl, &source);
@@ -544,7 +537,7 @@ fn retry_commit(state: &Arc<State>, nonce: Lease, ttl: Duration, source: &str) {
         let deadline = tokio::time::Instant::now() + COMMIT_RETRY_FOR;
         while tokio::time::Instant::now() < deadline {
             tokio::time::sleep(COMMIT_RETRY_EVERY).await;
-            match state.store.commit(nonce.key(), ttl).await {
+            match state.store.commit(nonce.key(), ttl, None).await {
                 Ok(()) => {
                     tracing::info!(source = %source, "nonce committed on retry");
                     return;

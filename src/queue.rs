@@ -197,7 +197,7 @@ impl Job {
             Ok(e) => e,
             Err(e) => {
                 tracing::error!(source = %self.source.name, entry = %id, error = %e, "queue entry unreadable; removed");
-                self.settle(&id).await;
+                self.settle(&id, None).await;
                 return;
             }
         };
@@ -221,7 +221,7 @@ impl Job {
                 Ok(Gated::Busy) | Err(_) => {
                     // Another event of this resource is being delivered (or
                     // the store is away): try again shortly, not counted.
-                    self.park(&id, &envelope, ORDER_WAIT).await;
+                    self.park(&id, &envelope, ORDER_WAIT, None).await;
                     return;
                 }
                 Ok(settled) => {
@@ -232,7 +232,7 @@ impl Job {
                     };
                     metrics.delivery(name, result);
                     tracing::info!(source = %name, event_id = %envelope.event_id, event_type = envelope.event_type.as_deref(), result, "queued event not delivered: the app has this version or a newer one");
-                    self.settle(&id).await;
+                    self.settle(&id, None).await;
                     return;
                 }
             },
@@ -252,8 +252,8 @@ impl Job {
         match tried.attempt.clone() {
             Attempt::Delivered => {
                 steps.delivered(&event, lock).await;
-                self.settle(&id).await;
-                self.note(&envelope, vec![fact(trail::State::Delivered, None, None)]);
+                let note = self.note_of(&envelope, vec![fact(trail::State::Delivered, None, None)]);
+                self.settle(&id, note).await;
                 metrics.delivery(name, "delivered");
                 metrics.completion(name, envelope.age_secs());
                 tracing::info!(source = %name, event_id = %envelope.event_id, event_type = envelope.event_type.as_deref(), attempts, result = "delivered", "queued event delivered");
@@ -277,11 +277,9 @@ impl Job {
                         tracing::info!(source = %name, event_id = %envelope.event_id, event_type = envelope.event_type.as_deref(), attempts, error = %error, retry_in_ms = delay.as_millis() as u64, result = "retry", "queued event not delivered; will retry");
                         envelope.last_error = Some(error);
                         metrics.delivery(name, "retry");
-                        self.park(&id, &envelope, delay).await;
-                        self.note(
-                            &envelope,
-                            vec![fact(trail::State::Waiting, Some(delay), None)],
-                        );
+                        let facts = vec![fact(trail::State::Waiting, Some(delay), None)];
+                        let note = self.note_of(&envelope, facts);
+                        self.park(&id, &envelope, delay, note).await;
                     }
                     None => {
                         tracing::warn!(source = %name, event_id = %envelope.event_id, event_type = envelope.event_type.as_deref(), attempts, error = %error, result = "dead_lettered", "retry schedule exhausted; moved to the dead-letter stream");
@@ -307,12 +305,25 @@ impl Job {
         );
     }
 
-    /// Removes the entry from the queue.
-    async fn settle(&self, id: &str) {
+    /// `facts` as a note for the envelope's trail to ride on a write of
+    /// the entry; `None` when the trail is off.
+    fn note_of(&self, envelope: &Envelope, facts: Vec<Fact>) -> Option<store::Note> {
+        let max = self.state.runtime().config.admin.trail_max_events;
+        (max > 0).then(|| store::Note {
+            prefix: self.prefix.clone(),
+            source: envelope.source.clone(),
+            event_id: envelope.event_id.clone(),
+            facts,
+            max,
+        })
+    }
+
+    /// Removes the entry from the queue; `note` rides on that write.
+    async fn settle(&self, id: &str, note: Option<store::Note>) {
         let r = self
             .state
             .store
-            .settle(&self.prefix, &self.source.name, id)
+            .settle(&self.prefix, &self.source.name, id, note)
             .await;
         if let Err(e) = r {
             // Left leased: it is delivered again after the lease, at least once.
@@ -321,12 +332,25 @@ impl Job {
         }
     }
 
-    /// Puts the entry back, due after `delay`.
-    async fn park(&self, id: &str, envelope: &Envelope, delay: Duration) {
+    /// Puts the entry back, due after `delay`; `note` rides on that write.
+    async fn park(
+        &self,
+        id: &str,
+        envelope: &Envelope,
+        delay: Duration,
+        note: Option<store::Note>,
+    ) {
         let r = self
             .state
             .store
-            .park(&self.prefix, id, envelope.meta(), envelope.encode(), delay)
+            .park(
+                &self.prefix,
+                id,
+                envelope.meta(),
+                envelope.encode(),
+                delay,
+                note,
+            )
             .await;
         if let Err(e) = r {
             self.state.metrics.store_errors.inc();

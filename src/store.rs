@@ -42,6 +42,24 @@ pub struct Meta {
     pub dead_ms: Option<i64>,
 }
 
+/// Facts for one event's trail (DESIGN §7a), handed to the store write the
+/// event makes anyway (a commit, a release, an enqueue) so they ride on it:
+/// on SQLite in the same transaction, on memory in the same call. Redis
+/// writes them through its ordered trail writer right after that write
+/// (the trail's keys share one Cluster slot, which the event's own keys do
+/// not). On SQLite a note is lost when its write fails (the file refuses
+/// writes); on the other engines it is written whatever that write's
+/// result, which is the result the caller gets.
+#[derive(Debug, Clone)]
+pub struct Note {
+    pub prefix: String,
+    pub source: String,
+    pub event_id: String,
+    pub facts: Vec<Fact>,
+    /// `[admin] trail_max_events`.
+    pub max: usize,
+}
+
 /// A lease token: 128 random bits as 32 lowercase hex digits. Every claim
 /// takes one (the forward path makes one per request, duplicates included).
 pub fn lease_token() -> String {
@@ -186,8 +204,27 @@ impl Store {
     /// (whose release compares the token) from reopening an event the app
     /// already has. It is also safe to repeat, which the background retry of a
     /// failed commit relies on.
-    pub async fn commit(&self, key: &str, ttl: Duration) -> Result<(), Error> {
-        each!(self, store => store.commit(key, ttl).await)
+    ///
+    /// `note`, when given, rides on this write (see [`Note`]).
+    pub async fn commit(&self, key: &str, ttl: Duration, note: Option<Note>) -> Result<(), Error> {
+        match self {
+            Store::Memory(m) => {
+                let done = m.commit(key, ttl).await;
+                if let Some(note) = note {
+                    m.trail
+                        .append(&note.source, &note.event_id, note.facts, note.max);
+                }
+                done
+            }
+            Store::Sqlite(s) => s.commit(key, ttl, note).await,
+            Store::Redis(r) => {
+                let done = r.commit(key, ttl).await;
+                if let Some(note) = note {
+                    r.trail_note(note);
+                }
+                done
+            }
+        }
     }
 
     /// Whether a commit must land before the sender is answered: only when
@@ -208,9 +245,27 @@ impl Store {
         each!(self, store => store.peek(key).await)
     }
 
-    /// Deletes `key` if it still holds `token`.
-    pub async fn release(&self, key: &str, token: &str) -> Result<(), Error> {
-        each!(self, store => store.release(key, token).await)
+    /// Deletes `key` if it still holds `token`. `note`, when given, rides
+    /// on this write (see [`Note`]).
+    pub async fn release(&self, key: &str, token: &str, note: Option<Note>) -> Result<(), Error> {
+        match self {
+            Store::Memory(m) => {
+                let done = m.release(key, token).await;
+                if let Some(note) = note {
+                    m.trail
+                        .append(&note.source, &note.event_id, note.facts, note.max);
+                }
+                done
+            }
+            Store::Sqlite(s) => s.release(key, token, note).await,
+            Store::Redis(r) => {
+                let done = r.release(key, token).await;
+                if let Some(note) = note {
+                    r.trail_note(note);
+                }
+                done
+            }
+        }
     }
 
     /// The Redis backend, for what only Redis has (replication counters);
@@ -253,11 +308,17 @@ impl Store {
         meta: Meta,
         envelope: Vec<u8>,
         commit: Option<(&str, Duration)>,
+        note: Option<Note>,
     ) -> Result<(String, Result<(), Error>), Error> {
         match self {
             Store::Memory(_) => Err(Error::NotKept),
             Store::Redis(r) => {
                 let id = r.enqueue(prefix, &meta.source, &envelope).await?;
+                // Noted before anything else can happen to the entry: a
+                // worker's facts about it queue up behind this one.
+                if let Some(note) = note {
+                    r.trail_note(note);
+                }
                 let committed = match commit {
                     Some((key, ttl)) => r.commit(key, ttl).await,
                     None => Ok(()),
@@ -265,7 +326,7 @@ impl Store {
                 Ok((id, committed))
             }
             Store::Sqlite(s) => s
-                .enqueue(meta, envelope, commit)
+                .enqueue(meta, envelope, commit, note)
                 .await
                 .map(|id| (id, Ok(()))),
         }
@@ -291,15 +352,29 @@ impl Store {
     }
 
     /// Removes a delivered (or settled) entry.
-    pub async fn settle(&self, prefix: &str, source: &str, id: &str) -> Result<(), Error> {
+    /// `note`, when given, rides on this write (see [`Note`]).
+    pub async fn settle(
+        &self,
+        prefix: &str,
+        source: &str,
+        id: &str,
+        note: Option<Note>,
+    ) -> Result<(), Error> {
         match self {
             Store::Memory(_) => Err(Error::NotKept),
-            Store::Redis(r) => r.settle(prefix, source, id).await,
-            Store::Sqlite(s) => s.settle(id).await,
+            Store::Redis(r) => {
+                let settled = r.settle(prefix, source, id).await;
+                if let Some(note) = note {
+                    r.trail_note(note);
+                }
+                settled
+            }
+            Store::Sqlite(s) => s.settle(id, note).await,
         }
     }
 
-    /// Puts an entry back, rewritten (its attempt count raised), due after `delay`.
+    /// Puts an entry back, rewritten (its attempt count raised), due after
+    /// `delay`. `note`, when given, rides on this write (see [`Note`]).
     pub async fn park(
         &self,
         prefix: &str,
@@ -307,11 +382,18 @@ impl Store {
         meta: Meta,
         envelope: Vec<u8>,
         delay: Duration,
+        note: Option<Note>,
     ) -> Result<(), Error> {
         match self {
             Store::Memory(_) => Err(Error::NotKept),
-            Store::Redis(r) => r.park(prefix, &meta.source, id, &envelope, delay).await,
-            Store::Sqlite(s) => s.park(id, meta, envelope, delay).await,
+            Store::Redis(r) => {
+                let parked = r.park(prefix, &meta.source, id, &envelope, delay).await;
+                if let Some(note) = note {
+                    r.trail_note(note);
+                }
+                parked
+            }
+            Store::Sqlite(s) => s.park(id, meta, envelope, delay, note).await,
         }
     }
 
@@ -431,7 +513,7 @@ impl Store {
         match self {
             Store::Memory(m) => m.trail.append(source, event_id, facts, max),
             Store::Sqlite(s) => s.trail_append(source, event_id, facts, max),
-            Store::Redis(r) => r.trail_note(redis::trail::Item {
+            Store::Redis(r) => r.trail_note(Note {
                 prefix: prefix.to_owned(),
                 source: source.to_owned(),
                 event_id: event_id.to_owned(),

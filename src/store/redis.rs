@@ -192,7 +192,7 @@ pub struct RedisStore {
     /// `hookgate_replication_timeouts_total`, once the metrics exist.
     timeouts: Arc<OnceLock<Family<OperationLabel, Counter>>>,
     /// The trail's ordered writer, started on first use.
-    trail_queue: Arc<OnceLock<tokio::sync::mpsc::Sender<trail::Item>>>,
+    trail_queue: Arc<OnceLock<tokio::sync::mpsc::Sender<crate::store::Note>>>,
 }
 
 /// Where commands go.

@@ -23,12 +23,12 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use tokio::sync::oneshot;
 
 use super::keys::{self, Named};
-use super::{Claim, Error, Meta, Stored};
+use super::{Claim, Error, Meta, Note, Stored};
 
 pub mod schema;
 pub mod writer;
 
-use writer::{Job, Op, Reply, Table};
+use writer::{Job, Op, Reply, Table, TrailWrite};
 
 /// `[store] sync`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,8 +133,15 @@ impl SqliteStore {
     }
 
     async fn call(&self, op: Op) -> Result<Reply, Error> {
+        self.call_noting(op, None).await
+    }
+
+    /// [`SqliteStore::call`] with `note`'s facts written in the op's own
+    /// transaction.
+    async fn call_noting(&self, op: Op, note: Option<Note>) -> Result<Reply, Error> {
         let (reply, answer) = oneshot::channel();
-        if self.inner.writer.send(Job { op, reply }).is_err() {
+        let trail = note.map(|n| Box::new(trail_write(n.source, n.event_id, n.facts, n.max)));
+        if self.inner.writer.send(Job { op, trail, reply }).is_err() {
             return Err(Error::Unavailable("sqlite: the writer has stopped".into()));
         }
         answer
@@ -205,31 +212,29 @@ impl SqliteStore {
         }
     }
 
-    pub async fn commit(&self, key: &str, ttl: Duration) -> Result<(), Error> {
+    pub async fn commit(&self, key: &str, ttl: Duration, note: Option<Note>) -> Result<(), Error> {
         let Named::Nonce { source, id } = self.named(key)? else {
             return Err(Error::Unavailable(format!(
                 "sqlite: {key:?} is not a nonce"
             )));
         };
-        self.call(Op::Commit {
+        let op = Op::Commit {
             source: source.into(),
             id: id.into(),
             ttl_ms: ms(ttl),
-        })
-        .await
-        .map(|_| ())
+        };
+        self.call_noting(op, note).await.map(|_| ())
     }
 
-    pub async fn release(&self, key: &str, token: &str) -> Result<(), Error> {
+    pub async fn release(&self, key: &str, token: &str, note: Option<Note>) -> Result<(), Error> {
         let (table, source, id) = self.lease_row(key)?;
-        self.call(Op::Release {
+        let op = Op::Release {
             table,
             source,
             id,
             token: token.to_owned(),
-        })
-        .await
-        .map(|_| ())
+        };
+        self.call_noting(op, note).await.map(|_| ())
     }
 
     /// What the nonce `key` holds now: done or in flight, and for how long still.
@@ -338,6 +343,7 @@ impl SqliteStore {
         meta: Meta,
         envelope: Vec<u8>,
         commit: Option<(&str, Duration)>,
+        note: Option<Note>,
     ) -> Result<String, Error> {
         let commit = match commit {
             None => None,
@@ -350,14 +356,12 @@ impl SqliteStore {
                 Some((source.to_owned(), id.to_owned(), ms(ttl)))
             }
         };
-        match self
-            .call(Op::Enqueue {
-                meta,
-                envelope,
-                commit,
-            })
-            .await?
-        {
+        let op = Op::Enqueue {
+            meta,
+            envelope,
+            commit,
+        };
+        match self.call_noting(op, note).await? {
             Reply::Id(id) => Ok(id.to_string()),
             other => Err(unexpected(&other)),
         }
@@ -389,9 +393,9 @@ impl SqliteStore {
         }
     }
 
-    pub async fn settle(&self, id: &str) -> Result<(), Error> {
+    pub async fn settle(&self, id: &str, note: Option<Note>) -> Result<(), Error> {
         let Some(id) = id_of(id) else { return Ok(()) };
-        self.call(Op::Settle { id }).await.map(|_| ())
+        self.call_noting(Op::Settle { id }, note).await.map(|_| ())
     }
 
     pub async fn park(
@@ -400,16 +404,16 @@ impl SqliteStore {
         meta: Meta,
         envelope: Vec<u8>,
         delay: Duration,
+        note: Option<Note>,
     ) -> Result<(), Error> {
         let Some(id) = id_of(id) else { return Ok(()) };
-        self.call(Op::Park {
+        let op = Op::Park {
             id,
             meta,
             envelope,
             delay_ms: ms(delay),
-        })
-        .await
-        .map(|_| ())
+        };
+        self.call_noting(op, note).await.map(|_| ())
     }
 
     /// Writes a dead letter and, in the same transaction, removes the queue
@@ -464,15 +468,10 @@ impl SqliteStore {
         max: usize,
     ) {
         let (reply, _) = oneshot::channel();
-        let lines = lines_of(&facts);
+        let op = Op::Trail(trail_write(source.into(), event_id.into(), facts, max));
         let _ = self.inner.writer.send(Job {
-            op: Op::Trail {
-                source: source.to_owned(),
-                event_id: event_id.to_owned(),
-                facts,
-                lines,
-                max,
-            },
+            op,
+            trail: None,
             reply,
         });
     }
@@ -485,16 +484,8 @@ impl SqliteStore {
         facts: Vec<crate::trail::Fact>,
         max: usize,
     ) -> Result<(), Error> {
-        let lines = lines_of(&facts);
-        self.call(Op::Trail {
-            source: source.to_owned(),
-            event_id: event_id.to_owned(),
-            facts,
-            lines,
-            max,
-        })
-        .await
-        .map(|_| ())
+        let op = Op::Trail(trail_write(source.into(), event_id.into(), facts, max));
+        self.call(op).await.map(|_| ())
     }
 
     pub async fn trail_get(
@@ -620,6 +611,22 @@ fn open_writer(path: &Path) -> Result<Connection, Error> {
         tracing::info!(path = %where_, from = found, to = schema::VERSION, "sqlite schema migrated");
     }
     Ok(conn)
+}
+
+/// A trail write of `facts`, their JSON lines made here (off the writer).
+fn trail_write(
+    source: String,
+    event_id: String,
+    facts: Vec<crate::trail::Fact>,
+    max: usize,
+) -> TrailWrite {
+    TrailWrite {
+        lines: lines_of(&facts),
+        source,
+        event_id,
+        facts,
+        max,
+    }
 }
 
 /// Facts as the `events.facts` column holds them, one JSON line each.

@@ -28,13 +28,13 @@ async fn claim(store: &Store, key: &str, token: &str, lease: Duration) -> Claim 
 }
 
 async fn commit(store: &Store, key: &str) {
-    if let Err(e) = store.commit(key, TTL).await {
+    if let Err(e) = store.commit(key, TTL, None).await {
         panic!("commit {key}: {e}");
     }
 }
 
 async fn release(store: &Store, key: &str, token: &str) {
-    if let Err(e) = store.release(key, token).await {
+    if let Err(e) = store.release(key, token, None).await {
         panic!("release {key}: {e}");
     }
 }
@@ -222,8 +222,8 @@ async fn assert_unavailable(store: &Store) {
     let key = nonce("during_outage");
     let results: Vec<(&str, Duration, Result<(), Error>)> = vec![
         timed("claim", store.claim(&key, "t", LEASE)).await,
-        timed("commit", store.commit(&key, TTL)).await,
-        timed("release", store.release(&key, "t")).await,
+        timed("commit", store.commit(&key, TTL, None)).await,
+        timed("release", store.release(&key, "t", None)).await,
         timed("ping", store.ping()).await,
         timed("version_check", store.version_check(&ver("x"))).await,
         timed("version_advance", store.version_advance(&ver("x"), 1)).await,

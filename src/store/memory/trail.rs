@@ -1,12 +1,26 @@
 //! The memory store's trail: the most recent events' facts, in the process.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::trail::{Cursor, Fact, Stored};
 
-/// `(received_ms, source, event_id)`: the order events are listed in.
-type Key = (i64, String, String);
+/// An event's name, `{source}\0{event_id}`: one allocation shared by the
+/// map and the order. A source name holds no NUL, so these names sort as
+/// `(source, event_id)` pairs do.
+type Name = Arc<str>;
+
+fn name(source: &str, event_id: &str) -> String {
+    let mut name = String::with_capacity(source.len() + 1 + event_id.len());
+    name.push_str(source);
+    name.push('\0');
+    name.push_str(event_id);
+    name
+}
+
+fn parts(name: &str) -> (&str, &str) {
+    name.split_once('\0').unwrap_or((name, ""))
+}
 
 #[derive(Debug, Default)]
 pub struct Trail {
@@ -15,19 +29,20 @@ pub struct Trail {
 
 #[derive(Debug, Default)]
 struct Inner {
-    events: HashMap<(String, String), (i64, Vec<Fact>)>,
-    order: BTreeSet<Key>,
+    events: HashMap<Name, (i64, Vec<Fact>)>,
+    /// `(received_ms, name)`: the order events are listed in.
+    order: BTreeSet<(i64, Name)>,
 }
 
 impl Trail {
     /// Appends `facts`; an event not yet held is taken only from a
     /// `Received` fact, and the oldest go beyond `max`.
     pub fn append(&self, source: &str, event_id: &str, facts: Vec<Fact>, max: usize) {
+        let key = name(source, event_id);
         let Ok(mut inner) = self.inner.lock() else {
             return;
         };
-        let key = (source.to_owned(), event_id.to_owned());
-        if let Some((_, held)) = inner.events.get_mut(&key) {
+        if let Some((_, held)) = inner.events.get_mut(key.as_str()) {
             held.extend(facts);
             return;
         }
@@ -37,21 +52,23 @@ impl Trail {
         }) else {
             return;
         };
-        inner.order.insert((at, key.0.clone(), key.1.clone()));
+        let key: Name = key.into();
+        inner.order.insert((at, Arc::clone(&key)));
         inner.events.insert(key, (at, facts));
         while inner.order.len() > max {
-            let Some(oldest) = inner.order.pop_first() else {
+            let Some((_, oldest)) = inner.order.pop_first() else {
                 break;
             };
-            inner.events.remove(&(oldest.1, oldest.2));
+            inner.events.remove(&oldest);
         }
     }
 
     pub fn get(&self, source: &str, event_id: &str) -> Option<Vec<Fact>> {
+        let key = name(source, event_id);
         let inner = self.inner.lock().ok()?;
         inner
             .events
-            .get(&(source.to_owned(), event_id.to_owned()))
+            .get(key.as_str())
             .map(|(_, facts)| facts.clone())
     }
 
@@ -60,20 +77,21 @@ impl Trail {
         let Ok(inner) = self.inner.lock() else {
             return Vec::new();
         };
-        let upper: Option<Key> =
-            before.map(|c| (c.received_ms, c.source.clone(), c.event_id.clone()));
-        let range = match &upper {
-            Some(k) => inner.order.range(..k.clone()),
+        let upper: Option<(i64, Name)> =
+            before.map(|c| (c.received_ms, name(&c.source, &c.event_id).into()));
+        let range = match upper {
+            Some(k) => inner.order.range(..k),
             None => inner.order.range(..),
         };
         range
             .rev()
             .take(count)
-            .filter_map(|(at, source, id)| {
-                let (_, facts) = inner.events.get(&(source.clone(), id.clone()))?;
+            .filter_map(|(at, key)| {
+                let (_, facts) = inner.events.get(key)?;
+                let (source, event_id) = parts(key);
                 Some(Stored {
-                    source: source.clone(),
-                    event_id: id.clone(),
+                    source: source.to_owned(),
+                    event_id: event_id.to_owned(),
                     received_ms: *at,
                     facts: facts.clone(),
                 })

@@ -22,7 +22,7 @@ use redis::Script;
 use tokio::sync::mpsc;
 
 use super::RedisStore;
-use crate::store::Error;
+use crate::store::{Error, Note};
 use crate::trail::{Cursor, Fact, Stored};
 
 /// How long an event's facts outlive its last one, whatever the bound.
@@ -47,21 +47,12 @@ const QUEUE: usize = 65_536;
 /// Facts one pipelined round trip carries at most.
 const BATCH: usize = 256;
 
-/// One note of facts for the writer task.
-pub struct Item {
-    pub prefix: String,
-    pub source: String,
-    pub event_id: String,
-    pub facts: Vec<Fact>,
-    pub max: usize,
-}
-
 /// Adds `item`'s writes to `pipe`, their answers ignored: its facts
 /// appended to its list (`RPUSHX`, which appends only to a list that
 /// exists, unless a `Received` fact comes with them: an event not held yet
 /// is taken only from that fact), the list's expiry moved, and with a
 /// `Received` fact the event indexed (`ZADD NX`). Returns whether it indexed.
-fn push_item(pipe: &mut redis::Pipeline, item: &Item) -> bool {
+fn push_item(pipe: &mut redis::Pipeline, item: &Note) -> bool {
     let received = item.facts.iter().find_map(|f| match f {
         Fact::Received { at, .. } => Some(*at),
         _ => None,
@@ -100,7 +91,7 @@ fn push_item(pipe: &mut redis::Pipeline, item: &Item) -> bool {
 }
 
 /// Writes what the queue holds, in order, until every sender is gone.
-async fn drain(store: RedisStore, mut queue: mpsc::Receiver<Item>) {
+async fn drain(store: RedisStore, mut queue: mpsc::Receiver<Note>) {
     while let Some(first) = queue.recv().await {
         let mut batch = vec![first];
         while batch.len() < BATCH {
@@ -136,7 +127,7 @@ fn parse_facts(items: &[Vec<u8>]) -> Vec<Fact> {
 
 impl RedisStore {
     /// Queues facts for the writer task (started on first use), without waiting.
-    pub fn trail_note(&self, item: Item) {
+    pub fn trail_note(&self, item: Note) {
         let queue = self.trail_queue.get_or_init(|| {
             let (tx, rx) = mpsc::channel(QUEUE);
             tokio::spawn(drain(self.clone(), rx));
@@ -149,7 +140,7 @@ impl RedisStore {
 
     /// Writes `batch` in one round trip, in order, then trims each index
     /// it grew that went over its bound (a second call, only then).
-    async fn trail_batch(&self, batch: &[Item]) -> Result<(), Error> {
+    async fn trail_batch(&self, batch: &[Note]) -> Result<(), Error> {
         let mut pipe = redis::pipe();
         // The indexes grown, with their bounds, in the order of their ZCARDs.
         let mut grown: Vec<(&str, usize)> = Vec::new();
@@ -198,7 +189,7 @@ impl RedisStore {
         facts: &[Fact],
         max: usize,
     ) -> Result<(), Error> {
-        let item = Item {
+        let item = Note {
             prefix: prefix.to_owned(),
             source: source.to_owned(),
             event_id: event_id.to_owned(),

@@ -137,16 +137,9 @@ pub enum Op {
         meta: Meta,
         envelope: Vec<u8>,
     },
-    /// Facts appended to an event's trail; the oldest events beyond `max`
-    /// are trimmed by the purge.
-    Trail {
-        source: String,
-        event_id: String,
-        facts: Vec<crate::trail::Fact>,
-        /// `facts` as JSON lines, written by the sender (off this thread).
-        lines: String,
-        max: usize,
-    },
+    /// Facts appended to an event's trail on their own (a note that rides
+    /// on no other write of the event: see [`Job::trail`]).
+    Trail(TrailWrite),
     /// A write that changes nothing, to show the file takes writes.
     Ping,
 }
@@ -160,7 +153,7 @@ impl Op {
                 | Op::Release { .. }
                 | Op::Failure { .. }
                 | Op::Take { .. }
-                | Op::Trail { .. }
+                | Op::Trail(_)
                 | Op::Ping
         )
     }
@@ -178,9 +171,36 @@ pub enum Reply {
     Taken(Vec<Stored>),
 }
 
+/// Facts appended to an event's trail; the oldest events beyond `max` are
+/// trimmed between batches.
+#[derive(Debug)]
+pub struct TrailWrite {
+    pub source: String,
+    pub event_id: String,
+    pub facts: Vec<crate::trail::Fact>,
+    /// `facts` as JSON lines, written by the sender (off this thread).
+    pub lines: String,
+    pub max: usize,
+}
+
 pub struct Job {
     pub op: Op,
+    /// Trail facts written in the op's own transaction, after it (DESIGN
+    /// §7a: the trail rides on the event's writes). A failure of either
+    /// fails both.
+    pub trail: Option<Box<TrailWrite>>,
     pub reply: oneshot::Sender<Result<Reply, Error>>,
+}
+
+impl Job {
+    /// The trail facts this job writes: riding on its op, or its op.
+    fn facts(&self) -> Option<&TrailWrite> {
+        match (&self.op, &self.trail) {
+            (_, Some(t)) => Some(t),
+            (Op::Trail(t), None) => Some(t),
+            _ => None,
+        }
+    }
 }
 
 /// The group-commit histograms, once the metrics exist.
@@ -219,8 +239,11 @@ pub fn run(
             None
         }
     };
-    // The trail's bound, as the latest trail write gave it.
+    // The trail's bound, as the latest trail write gave it, and the events
+    // the table holds (counted at each purge, then followed by the rows
+    // each batch adds).
     let mut trail_max = None;
+    let mut trail_held: Option<usize> = None;
     let mut last_purge = Instant::now();
     let mut unchecked = 0usize;
     let mut last_checkpoint = Instant::now();
@@ -232,8 +255,9 @@ pub fn run(
         };
         if last_purge.elapsed() >= PURGE_EVERY {
             last_purge = Instant::now();
-            if let Err(e) = purge(&mut conn, now_ms(), trail_max) {
-                tracing::warn!(error = %e, "sqlite: purging expired rows failed");
+            match purge(&mut conn, now_ms(), trail_max) {
+                Ok(held) => trail_held = held,
+                Err(e) => tracing::warn!(error = %e, "sqlite: purging expired rows failed"),
             }
             unchecked += 1;
         }
@@ -245,14 +269,20 @@ pub fn run(
                     Err(_) => break,
                 }
             }
-            if let Some(max) = batch.iter().rev().find_map(|j| match &j.op {
-                Op::Trail { max, .. } => Some(*max),
-                _ => None,
-            }) {
+            if let Some(max) = batch.iter().rev().find_map(|j| j.facts().map(|t| t.max)) {
                 trail_max = Some(max);
             }
             unchecked += batch.len();
-            commit_batch(&mut conn, batch, syncer.as_ref(), &observers);
+            trail_held = trail_held
+                .map(|held| held + commit_batch(&mut conn, batch, syncer.as_ref(), &observers));
+            if let (Some(max), Some(held)) = (trail_max, trail_held.as_mut())
+                && *held > max
+            {
+                match trim_trail(&conn, *held - max) {
+                    Ok(gone) => *held -= gone,
+                    Err(e) => tracing::warn!(error = %e, "sqlite: trimming the trail failed"),
+                }
+            }
         }
         if syncer.is_some()
             && unchecked > 0
@@ -304,19 +334,20 @@ fn fail_all(jobs: &Receiver<Job>, e: &Error) {
 
 /// Runs `batch` in one transaction, counts it, and answers each op: at
 /// once, or (with a syncer) after the WAL is on disk when the answer relies
-/// on it.
+/// on it. Returns the events it added to the trail.
 fn commit_batch(
     conn: &mut Connection,
     batch: Vec<Job>,
     syncer: Option<&Sender<Vec<Held>>>,
     observers: &Observers,
-) {
-    let results = match run_batch(conn, &batch) {
+) -> usize {
+    let mut added = 0;
+    let results = match run_batch(conn, &batch, &mut added) {
         Ok(results) => results,
         // One op failed: each alone, so the others still land.
         Err(_) => batch
             .iter()
-            .map(|job| run_batch(conn, std::slice::from_ref(job)).and_then(one))
+            .map(|job| run_batch(conn, std::slice::from_ref(job), &mut added).and_then(one))
             .collect(),
     };
     if let Some((_, batch_size)) = observers.get() {
@@ -344,6 +375,7 @@ fn commit_batch(
             let _ = reply.send(Err(e.clone()));
         }
     }
+    added
 }
 
 /// Starts the thread that fdatasyncs `wal` and then answers what waited
@@ -409,19 +441,93 @@ fn one(mut results: Vec<Result<Reply, Error>>) -> Result<Reply, Error> {
         .unwrap_or_else(|| Err(Error::Unavailable("sqlite: no result".into())))
 }
 
-/// Runs `batch` in one transaction. `Err` when any op failed (nothing of
-/// the batch is kept then).
-fn run_batch(conn: &mut Connection, batch: &[Job]) -> Result<Vec<Result<Reply, Error>>, Error> {
+/// Runs `batch` in one transaction, each op with the trail facts riding
+/// on it. `Err` when any op failed (nothing of the batch is kept then);
+/// otherwise `added` grows by the events the batch added to the trail.
+fn run_batch(
+    conn: &mut Connection,
+    batch: &[Job],
+    added: &mut usize,
+) -> Result<Vec<Result<Reply, Error>>, Error> {
     let tx = conn
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
         .map_err(failed)?;
     let now = now_ms();
     let mut out = Vec::with_capacity(batch.len());
+    let mut new_events = 0;
     for job in batch {
-        out.push(Ok(apply(&tx, &job.op, now).map_err(failed)?));
+        let reply = apply(&tx, &job.op, now).map_err(failed)?;
+        if let Some(t) = job.facts() {
+            new_events += usize::from(write_trail(&tx, t, now).map_err(failed)?);
+        }
+        out.push(Ok(reply));
     }
     tx.commit().map_err(failed)?;
+    *added += new_events;
     Ok(out)
+}
+
+/// Appends `t`'s facts to its event's row. The facts are JSON lines,
+/// appended; the state column moves by [`crate::trail::next_state`], so
+/// nothing already written is read back but the state. An event not held
+/// yet is taken only from its `Received` fact; it costs one insert, and
+/// only an event already held is read first. Returns whether it added an
+/// event.
+fn write_trail(tx: &Transaction<'_>, t: &TrailWrite, now: i64) -> rusqlite::Result<bool> {
+    use crate::trail::{Fact, next_state};
+    let fresh = t.facts.iter().fold(None, next_state);
+    if let Some(state) = fresh {
+        let (at, event_type) = t
+            .facts
+            .iter()
+            .find_map(|f| match f {
+                Fact::Received { at, event_type, .. } => Some((*at, event_type.as_deref())),
+                _ => None,
+            })
+            .unwrap_or((now, None));
+        let added = tx
+            .prepare_cached(
+                "INSERT OR IGNORE INTO events (source, event_id, event_type, state, received_ms, facts) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![
+                t.source,
+                t.event_id,
+                event_type,
+                state.word(),
+                at,
+                t.lines
+            ])?;
+        if added == 1 {
+            return Ok(true);
+        }
+    }
+    let held: Option<String> = tx
+        .prepare_cached("SELECT state FROM events WHERE source = ?1 AND event_id = ?2")?
+        .query_row(params![t.source, t.event_id], |r| r.get(0))
+        .optional()?;
+    let was = held.as_deref().and_then(crate::trail::State::parse);
+    if was.is_none() {
+        return Ok(false);
+    }
+    if let Some(state) = t.facts.iter().fold(was, next_state) {
+        tx.prepare_cached(
+            "UPDATE events SET state = ?3, facts = facts || ?4 WHERE source = ?1 AND event_id = ?2",
+        )?
+        .execute(params![t.source, t.event_id, state.word(), t.lines])?;
+    }
+    Ok(false)
+}
+
+/// Deletes the `over` oldest events of the trail, at most [`PURGE_LIMIT`];
+/// returns how many went.
+fn trim_trail(conn: &Connection, over: usize) -> rusqlite::Result<usize> {
+    let limit = i64::try_from(over).unwrap_or(i64::MAX).min(PURGE_LIMIT);
+    conn.prepare_cached(
+        "DELETE FROM events WHERE (source, event_id) IN \
+         (SELECT source, event_id FROM events ORDER BY received_ms, source, event_id LIMIT ?1)",
+    )?
+    .execute(params![limit])
 }
 
 /// The query for the expiry of `t`'s lease on `(source, id)`.
@@ -699,55 +805,8 @@ fn apply(tx: &Transaction<'_>, op: &Op, now: i64) -> rusqlite::Result<Reply> {
                 .execute(params![id, meta.attempts, meta.last_error, envelope])?;
             Ok(Reply::Replaced((n == 1).then_some(*id)))
         }
-        Op::Trail {
-            source,
-            event_id,
-            facts,
-            lines,
-            ..
-        } => {
-            // The facts are JSON lines, appended; the state column moves by
-            // `next_state`, so nothing already written is read back.
-            let held: Option<String> = tx
-                .prepare_cached("SELECT state FROM events WHERE source = ?1 AND event_id = ?2")?
-                .query_row(params![source, event_id], |r| r.get(0))
-                .optional()?;
-            let was = held.as_deref().and_then(crate::trail::State::parse);
-            let state = facts.iter().fold(was, crate::trail::next_state);
-            let Some(state) = state else {
-                // An event not held yet is taken only from its `Received` fact.
-                return Ok(Reply::Done);
-            };
-            if held.is_some() {
-                tx.prepare_cached(
-                    "UPDATE events SET state = ?3, facts = facts || ?4 WHERE source = ?1 AND event_id = ?2",
-                )?
-                .execute(params![source, event_id, state.word(), lines])?;
-            } else {
-                let (at, event_type) = facts
-                    .iter()
-                    .find_map(|f| match f {
-                        crate::trail::Fact::Received { at, event_type, .. } => {
-                            Some((*at, event_type.clone()))
-                        }
-                        _ => None,
-                    })
-                    .unwrap_or((now, None));
-                tx.prepare_cached(
-                    "INSERT INTO events (source, event_id, event_type, state, received_ms, facts) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                )?
-                .execute(params![
-                    source,
-                    event_id,
-                    event_type,
-                    state.word(),
-                    at,
-                    lines
-                ])?;
-            }
-            Ok(Reply::Done)
-        }
+        // Written by `run_batch` with the op it rides on.
+        Op::Trail(_) => Ok(Reply::Done),
         Op::Ping => {
             // Rewrites the header page: a real write through the WAL.
             tx.pragma_update(None, "user_version", super::schema::VERSION)?;
@@ -756,22 +815,16 @@ fn apply(tx: &Transaction<'_>, op: &Op, now: i64) -> rusqlite::Result<Reply> {
     }
 }
 
-/// Deletes expired nonces, claims, leases, versions and failure counts, and the
-/// oldest trail events beyond `trail_max`, at most [`PURGE_LIMIT`] of each.
-pub fn purge(conn: &mut Connection, now: i64, trail_max: Option<usize>) -> rusqlite::Result<usize> {
+/// Deletes expired nonces, claims, leases, versions and failure counts, at
+/// most [`PURGE_LIMIT`] of each, and the oldest trail events beyond
+/// `trail_max` (one pass of [`trim_trail`]; the batches that follow trim
+/// the rest). Returns the events the trail holds then, when it has a bound.
+fn purge(
+    conn: &mut Connection,
+    now: i64,
+    trail_max: Option<usize>,
+) -> rusqlite::Result<Option<usize>> {
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    let mut n = 0;
-    if let Some(max) = trail_max {
-        let held: i64 = tx.query_row("SELECT count(*) FROM events", [], |r| r.get(0))?;
-        let over = held.saturating_sub(i64::try_from(max).unwrap_or(i64::MAX));
-        if over > 0 {
-            n += tx.execute(
-                "DELETE FROM events WHERE (source, event_id) IN \
-                 (SELECT source, event_id FROM events ORDER BY received_ms, source, event_id LIMIT ?1)",
-                params![over.min(PURGE_LIMIT)],
-            )?;
-        }
-    }
     for (table, key) in [
         ("nonces", "source, event_id"),
         ("claims", "source, event_id"),
@@ -779,7 +832,7 @@ pub fn purge(conn: &mut Connection, now: i64, trail_max: Option<usize>) -> rusql
         ("versions", "source, resource"),
         ("failures", "source, event_id"),
     ] {
-        n += tx.execute(
+        tx.execute(
             &format!(
                 "DELETE FROM {table} WHERE ({key}) IN \
                  (SELECT {key} FROM {table} WHERE expires_ms <= ?1 LIMIT ?2)"
@@ -788,7 +841,15 @@ pub fn purge(conn: &mut Connection, now: i64, trail_max: Option<usize>) -> rusql
         )?;
     }
     tx.commit()?;
-    Ok(n)
+    let Some(max) = trail_max else {
+        return Ok(None);
+    };
+    let held: i64 = conn.query_row("SELECT count(*) FROM events", [], |r| r.get(0))?;
+    let held = usize::try_from(held).unwrap_or(0);
+    if held > max {
+        return Ok(Some(held - trim_trail(conn, held - max)?));
+    }
+    Ok(Some(held))
 }
 
 #[cfg(test)]
@@ -816,6 +877,7 @@ mod tests {
                 id: id.into(),
                 ttl_ms: 60_000,
             },
+            trail: None,
             reply,
         })
         .expect("writer running");
