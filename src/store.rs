@@ -44,12 +44,14 @@ pub struct Meta {
 
 /// Facts for one event's trail (DESIGN §7a), handed to the store write the
 /// event makes anyway (a commit, a release, an enqueue) so they ride on it:
-/// on SQLite in the same transaction, on memory in the same call. Redis
-/// writes them through its ordered trail writer right after that write
-/// (the trail's keys share one Cluster slot, which the event's own keys do
-/// not). On SQLite a note is lost when its write fails (the file refuses
-/// writes); on the other engines it is written whatever that write's
-/// result, which is the result the caller gets.
+/// on SQLite in the same transaction, on memory in the same call, on one
+/// Redis node in the same pipelined round trip as a nonce commit. Other
+/// Redis writes, and every write on a Cluster (the trail's keys share one
+/// slot, which the event's own keys do not) or with `min_replicas`, hand
+/// the note to the ordered trail writer right after the write. A note is
+/// lost when a write it shares a transaction or round trip with fails;
+/// otherwise it is written whatever that write's result, which is the
+/// result the caller gets.
 #[derive(Debug, Clone)]
 pub struct Note {
     pub prefix: String,
@@ -217,13 +219,10 @@ impl Store {
                 done
             }
             Store::Sqlite(s) => s.commit(key, ttl, note).await,
-            Store::Redis(r) => {
-                let done = r.commit(key, ttl).await;
-                if let Some(note) = note {
-                    r.trail_note(note);
-                }
-                done
-            }
+            Store::Redis(r) => match note {
+                Some(note) => r.commit_noting(key, ttl, note).await,
+                None => r.commit(key, ttl).await,
+            },
         }
     }
 

@@ -448,6 +448,13 @@ impl RedisStore {
         Ok(())
     }
 
+    /// Whether one pipelined round trip can carry a nonce write and trail
+    /// writes together: not on a cluster (other slots) nor with
+    /// `min_replicas` (the write goes with its `WAIT`).
+    fn carries_trail(&self) -> bool {
+        self.replication.is_none() && !matches!(self.target, Target::Cluster(_))
+    }
+
     /// `PING` (on a cluster, every node must answer; for sentinels, the
     /// primary they name).
     pub async fn ping(&self) -> Result<(), Error> {

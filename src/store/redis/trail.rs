@@ -138,6 +138,40 @@ impl RedisStore {
         }
     }
 
+    /// Marks the nonce `key` done for `ttl` with `note`'s facts in the same
+    /// pipelined round trip (written first, so a copy of the event that
+    /// finds it done finds its trail too), then trims the index if that
+    /// round trip found it over its bound. Where one round trip cannot
+    /// carry both (a cluster: the trail's keys have their own slot; a
+    /// replicated write: its `WAIT` runs on a lane) the note goes to the
+    /// ordered trail writer after the commit.
+    pub async fn commit_noting(&self, key: &str, ttl: Duration, note: Note) -> Result<(), Error> {
+        if !self.carries_trail() {
+            let done = self.commit(key, ttl).await;
+            self.trail_note(note);
+            return done;
+        }
+        let mut pipe = redis::pipe();
+        let indexed = push_item(&mut pipe, &note);
+        pipe.cmd("SET")
+            .arg(key)
+            .arg("done")
+            .arg("PX")
+            .arg(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX))
+            .ignore();
+        if indexed {
+            pipe.cmd("ZCARD").arg(index_key(&note.prefix));
+        }
+        let held: Vec<usize> = self.query_pipeline(&pipe).await?;
+        if let Some(&held) = held.first()
+            && held > note.max
+            && let Err(e) = self.trail_trim(&note.prefix, note.max).await
+        {
+            tracing::debug!(error = %e, "trail trim failed");
+        }
+        Ok(())
+    }
+
     /// Writes `batch` in one round trip, in order, then trims each index
     /// it grew that went over its bound (a second call, only then).
     async fn trail_batch(&self, batch: &[Note]) -> Result<(), Error> {

@@ -271,10 +271,15 @@ pub fn run(
             }
             if let Some(max) = batch.iter().rev().find_map(|j| j.facts().map(|t| t.max)) {
                 trail_max = Some(max);
+                if trail_held.is_none() {
+                    trail_held = count_trail(&conn);
+                }
             }
             unchecked += batch.len();
-            trail_held = trail_held
-                .map(|held| held + commit_batch(&mut conn, batch, syncer.as_ref(), &observers));
+            let added = commit_batch(&mut conn, batch, syncer.as_ref(), &observers);
+            if let Some(held) = trail_held.as_mut() {
+                *held += added;
+            }
             if let (Some(max), Some(held)) = (trail_max, trail_held.as_mut())
                 && *held > max
             {
@@ -517,6 +522,16 @@ fn write_trail(tx: &Transaction<'_>, t: &TrailWrite, now: i64) -> rusqlite::Resu
         .execute(params![t.source, t.event_id, state.word(), t.lines])?;
     }
     Ok(false)
+}
+
+/// The events the trail holds; `None` when the count fails (the purge
+/// counts again).
+fn count_trail(conn: &Connection) -> Option<usize> {
+    let held: i64 = conn
+        .query_row("SELECT count(*) FROM events", [], |r| r.get(0))
+        .map_err(|e| tracing::warn!(error = %e, "sqlite: counting the trail failed"))
+        .ok()?;
+    usize::try_from(held).ok()
 }
 
 /// Deletes the `over` oldest events of the trail, at most [`PURGE_LIMIT`];
@@ -913,6 +928,88 @@ mod tests {
             std::thread::sleep(Duration::from_millis(50));
         }
         assert_eq!(rows_in_the_file(&path, "nonces"), 20);
+        drop(jobs);
+        writer.join().expect("writer thread");
+    }
+
+    /// A commit whose trail facts ride on it.
+    fn commit_noting(
+        jobs: &Sender<Job>,
+        id: &str,
+        max: usize,
+    ) -> oneshot::Receiver<Result<Reply, Error>> {
+        let facts = vec![crate::trail::received(
+            "r",
+            None,
+            None,
+            crate::trail::State::Delivered,
+        )];
+        let (reply, answer) = oneshot::channel();
+        jobs.send(Job {
+            op: Op::Commit {
+                source: "s".into(),
+                id: id.into(),
+                ttl_ms: 60_000,
+            },
+            trail: Some(Box::new(TrailWrite {
+                source: "s".into(),
+                event_id: id.into(),
+                lines: "{}\n".into(),
+                facts,
+                max,
+            })),
+            reply,
+        })
+        .expect("writer running");
+        answer
+    }
+
+    /// The trail keeps to its bound while writes keep coming, long before
+    /// the first purge pass; the newest events are the ones kept, each in
+    /// the transaction of its commit.
+    #[test]
+    fn the_trail_keeps_to_its_bound_between_purges() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("t.db");
+        let conn = super::super::open_writer(&path).expect("open");
+        let (jobs, receiver) = mpsc::channel();
+        let observers: Observers = Arc::new(OnceLock::new());
+        let writer = std::thread::spawn(move || {
+            run(conn, Sync::Normal, PathBuf::new(), receiver, observers);
+        });
+        for round in 0..6 {
+            let answers: Vec<_> = (0..50)
+                .map(|i| commit_noting(&jobs, &format!("e{:03}", round * 50 + i), 100))
+                .collect();
+            for answer in answers {
+                assert!(matches!(answer.blocking_recv(), Ok(Ok(Reply::Done))));
+            }
+        }
+        // A last op: its answer comes after the trim that followed the
+        // batches before it.
+        let (reply, answer) = oneshot::channel();
+        jobs.send(Job {
+            op: Op::Ping,
+            trail: None,
+            reply,
+        })
+        .expect("writer running");
+        assert!(matches!(answer.blocking_recv(), Ok(Ok(Reply::Done))));
+        let reader = Connection::open(&path).expect("read");
+        let (held, oldest): (i64, String) = reader
+            .query_row("SELECT count(*), min(event_id) FROM events", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .expect("count");
+        assert_eq!(held, 100, "the trail holds its bound");
+        assert!(
+            oldest.as_str() >= "e200",
+            "the newest are kept, oldest {oldest}"
+        );
+        let done: i64 = reader
+            .query_row("SELECT count(*) FROM nonces", [], |r| r.get(0))
+            .expect("nonces");
+        assert_eq!(done, 300, "every commit landed with its facts");
         drop(jobs);
         writer.join().expect("writer thread");
     }
