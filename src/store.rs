@@ -211,12 +211,13 @@ impl Store {
     pub async fn commit(&self, key: &str, ttl: Duration, note: Option<Note>) -> Result<(), Error> {
         match self {
             Store::Memory(m) => {
-                let done = m.commit(key, ttl).await;
+                // The facts first: a copy that finds the event done finds
+                // its trail too.
                 if let Some(note) = note {
                     m.trail
                         .append(&note.source, &note.event_id, note.facts, note.max);
                 }
-                done
+                m.commit(key, ttl).await
             }
             Store::Sqlite(s) => s.commit(key, ttl, note).await,
             Store::Redis(r) => match note {
