@@ -394,6 +394,26 @@ pub fn replica_name() -> String {
         .unwrap_or_else(|| "hookgate".to_owned())
 }
 
+/// Facts as the stores keep them: one JSON object a line, each line ended
+/// by `\n`, so more facts are appended by concatenation.
+pub fn lines_of(facts: &[Fact]) -> String {
+    let mut lines = String::new();
+    for fact in facts {
+        if let Ok(line) = serde_json::to_string(fact) {
+            lines.push_str(&line);
+            lines.push('\n');
+        }
+    }
+    lines
+}
+
+/// The facts of [`lines_of`]'s text (a line that does not parse is skipped).
+pub fn facts_of(text: &str) -> Vec<Fact> {
+    text.lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}
+
 /// A `Received` fact stamped now.
 pub fn received(
     replica: &str,

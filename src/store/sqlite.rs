@@ -501,7 +501,7 @@ impl SqliteStore {
                     .optional()
             })
             .await?;
-        Ok(text.map(|t| facts_of(&t)))
+        Ok(text.map(|t| crate::trail::facts_of(&t)))
     }
 
     /// Up to `count` events received before `before`, newest first.
@@ -528,7 +528,7 @@ impl SqliteStore {
                     source: r.get(0)?,
                     event_id: r.get(1)?,
                     received_ms: r.get(2)?,
-                    facts: facts_of(&facts),
+                    facts: crate::trail::facts_of(&facts),
                 })
             })?;
             rows.collect()
@@ -621,32 +621,12 @@ fn trail_write(
     max: usize,
 ) -> TrailWrite {
     TrailWrite {
-        lines: lines_of(&facts),
+        lines: crate::trail::lines_of(&facts),
         source,
         event_id,
         facts,
         max,
     }
-}
-
-/// Facts as the `events.facts` column holds them, one JSON line each.
-fn lines_of(facts: &[crate::trail::Fact]) -> String {
-    let mut lines = String::new();
-    for fact in facts {
-        if let Ok(line) = serde_json::to_string(fact) {
-            lines.push_str(&line);
-            lines.push('\n');
-        }
-    }
-    lines
-}
-
-/// The `events.facts` column: one JSON fact a line (a line that does not
-/// parse is skipped).
-fn facts_of(text: &str) -> Vec<crate::trail::Fact> {
-    text.lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect()
 }
 
 fn ms(d: Duration) -> i64 {

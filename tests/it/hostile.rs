@@ -659,17 +659,15 @@ async fn hostile_event_ids_become_bounded_keys_end_to_end() {
     let mut conn = redis.client();
     let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut conn).expect("KEYS");
     keys.sort();
-    // The nonces, and the trail (one list per event beside its index), all
-    // keyed by the bounded id.
+    // The nonces, keyed by the bounded id, and the trail: its index and
+    // its facts, whose members are the bounded ids too.
     let mut expected: Vec<String> = cases
         .iter()
-        .flat_map(|(_, stored)| {
-            [
-                format!("hookgate:nonce:stripe:{stored}"),
-                format!("hookgate:{{trail}}:stripe:{stored}"),
-            ]
-        })
-        .chain(["hookgate:{trail}".to_owned()])
+        .map(|(_, stored)| format!("hookgate:nonce:stripe:{stored}"))
+        .chain([
+            "hookgate:{trail}".to_owned(),
+            "hookgate:{trail}:facts".to_owned(),
+        ])
         .collect();
     expected.sort();
     // The trail's writes trail the answers by a moment.
@@ -681,6 +679,20 @@ async fn hostile_event_ids_become_bounded_keys_end_to_end() {
     }
     assert_eq!(keys, expected);
     assert!(keys.iter().all(|k| k.len() <= 300), "every key is bounded");
+    let mut members: Vec<String> = redis::cmd("HKEYS")
+        .arg("hookgate:{trail}:facts")
+        .query(&mut conn)
+        .expect("HKEYS");
+    members.sort();
+    let mut bounded: Vec<String> = cases
+        .iter()
+        .map(|(_, stored)| format!("stripe:{stored}"))
+        .collect();
+    bounded.sort();
+    assert_eq!(
+        members, bounded,
+        "the trail holds each event under its bounded id"
+    );
     // The log lines carry the bounded id too.
     assert!(
         gate.stdout().iter().all(|l| l.len() < 4096),

@@ -884,6 +884,99 @@ async fn trail_max_events_zero_keeps_no_trail(store: Store) {
     gate.stop().await;
 }
 
+/// An event an earlier version wrote on Redis (its facts in a list of its
+/// own) is still found by id, listed, and trimmed with its index member.
+#[tokio::test]
+async fn events_an_earlier_version_wrote_on_redis_are_still_shown_and_trimmed() {
+    use hookgate::trail::{Attempt, Fact, Mode, State};
+    let backend = Backend::redis();
+    let Backend::Redis(redis) = &backend else {
+        unreachable!("a Redis backend")
+    };
+    let at = hookgate::time::now_ms() - 60_000;
+    let facts = [
+        Fact::Received {
+            at,
+            replica: "old-pod".into(),
+            event_type: Some("invoice.paid".into()),
+            signed_at: None,
+            state: State::InFlight,
+            nonce_id: None,
+        },
+        Fact::Attempted {
+            attempt: Attempt {
+                at: at + 5,
+                replica: "old-pod".into(),
+                mode: Mode::Forward,
+                outcome: "forwarded".into(),
+                status: Some(200),
+                duration_ms: 5,
+            },
+            state: State::Delivered,
+            next_attempt_at: None,
+            dead_letter_id: None,
+        },
+    ];
+    let mut conn = redis.client();
+    let mut push = redis::cmd("RPUSH");
+    push.arg("hg:{trail}:fw:old1");
+    for fact in &facts {
+        push.arg(serde_json::to_string(fact).expect("json"));
+    }
+    let _: i64 = push.query(&mut conn).expect("RPUSH");
+    let _: i64 = redis::cmd("ZADD")
+        .arg("hg:{trail}")
+        .arg(at)
+        .arg("fw:old1")
+        .query(&mut conn)
+        .expect("ZADD");
+
+    let store = Store::Kept(backend);
+    let app = App::start().await;
+    let gate = Gate::start(&store.config(&app, "trail_max_events = 2\n", &source("fw", ""))).await;
+    let admin = gate.admin;
+    let old = show(admin, "fw", "old1").await;
+    assert_eq!(old.status, 200, "{}", old.body);
+    let old = old.json();
+    assert_eq!(old["state"], "delivered", "{old}");
+    assert_eq!(old["event_type"], "invoice.paid", "{old}");
+    assert_eq!(attempts_of(&old)[0]["replica"], "old-pod", "{old}");
+
+    assert_eq!(gate.send("fw", "new1", r#"{"n":1}"#).await.status, 200);
+    until("both events listed", WAIT, || async {
+        let p = page(admin, "").await;
+        if keys(&p) == pairs(&[("fw", "new1"), ("fw", "old1")]) {
+            Ok(p)
+        } else {
+            Err(p.to_string())
+        }
+    })
+    .await;
+    // A third event puts the trail over its bound of two: the oldest, the
+    // earlier version's, goes, list and all.
+    assert_eq!(gate.send("fw", "new2", r#"{"n":2}"#).await.status, 200);
+    until("the earlier version's event trimmed", WAIT, || async {
+        let p = page(admin, "").await;
+        if keys(&p) == pairs(&[("fw", "new2"), ("fw", "new1")]) {
+            Ok(p)
+        } else {
+            Err(p.to_string())
+        }
+    })
+    .await;
+    assert_eq!(show(admin, "fw", "old1").await.status, 404);
+    let Store::Kept(Backend::Redis(redis)) = &store else {
+        unreachable!("a Redis backend")
+    };
+    let mut conn = redis.client();
+    let left: i64 = redis::cmd("EXISTS")
+        .arg("hg:{trail}:fw:old1")
+        .query(&mut conn)
+        .expect("EXISTS");
+    assert_eq!(left, 0, "the earlier version's list went with its member");
+    gate.stop().await;
+}
+
 // ---------------------------------------------------------------------------
 // `hookgate events` beside `hookgate run`
 

@@ -1,19 +1,28 @@
 //! The trail on Redis (DESIGN §7a), shared by every replica.
 //!
-//! - `{prefix}:{trail}:{source}:{event_id}`: a list of the event's facts
-//!   (JSON), expiring [`TTL`] after its last fact;
-//! - `{prefix}:{trail}`: a sorted set of `{source}:{event_id}` scored by the
-//!   time the event was received, trimmed to `trail_max_events`.
+//! - `{prefix}:{trail}:facts`: a hash from `{source}:{event_id}` to the
+//!   event's facts, one JSON line each ([`crate::trail::lines_of`]);
+//! - `{prefix}:{trail}`: a sorted set of the same members scored by the
+//!   time the event was received, trimmed to `trail_max_events` (a member
+//!   trimmed takes its facts with it).
 //!
-//! All of it shares the `{trail}` hash tag: one Cluster slot, so one
-//! pipeline carries the writes of many events, and the trim (a script) sees
-//! the index and the lists together.
+//! Both share the `{trail}` hash tag: one Cluster slot, so one script
+//! sees the index and the facts together. An event costs Redis one hash
+//! field and one index member: no key, no expiry of its own (the bound is
+//! the index's). Earlier versions kept an event's facts in a list of its
+//! own, `{prefix}:{trail}:{source}:{event_id}`, expiring 30 days after its
+//! last fact; those are still read, and trimmed with their member.
 //!
-//! Facts a process notes go through one queue and one task that writes them
-//! in the order they were noted, as many as have queued up in one pipelined
-//! round trip of plain commands (`RPUSH`/`RPUSHX`, `PEXPIRE`, `ZADD NX`, one
-//! `ZCARD` per index): an event's facts never overtake each other. Only a
-//! round trip that finds the index over its bound runs the trim script.
+//! Two ways in:
+//! - a nonce commit on one node carries the event's facts in its own
+//!   pipelined round trip ([`RedisStore::commit_noting`]): `HSETNX` of the
+//!   facts and `ZADD NX` of the member before the commit's `SET`, and a
+//!   `ZCARD`; an event already held (a sender's retry after a release)
+//!   and an index over its bound are left to the writer task;
+//! - every other note goes through one queue and one task that writes
+//!   them in the order they were noted, as many as have queued up in one
+//!   call of [`WRITE_LUA`] (appends, index, trim): an event's facts never
+//!   overtake each other.
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -23,72 +32,44 @@ use tokio::sync::mpsc;
 
 use super::RedisStore;
 use crate::store::{Error, Note};
-use crate::trail::{Cursor, Fact, Stored};
+use crate::trail::{Cursor, Fact, Stored, facts_of, lines_of};
 
-/// How long an event's facts outlive its last one, whatever the bound.
-pub const TTL: Duration = Duration::from_secs(30 * 24 * 3600);
-
-/// Trims the index to ARGV[1] members: the oldest go, and their lists.
-/// KEYS[1] = the index, ARGV[2] = the list key prefix. Run only when a
-/// batch's `ZCARD` shows the index over the bound.
-const TRIM_LUA: &str = r"
+/// Appends facts, indexes new events and trims the index, for a batch of
+/// notes in order. KEYS[1] = the index, KEYS[2] = the facts hash; ARGV[1]
+/// = the bound, ARGV[2] = the prefix of the lists of earlier versions,
+/// then per note: the received time (`""` for a note without a `Received`
+/// fact: appended only to an event already held), the member, the lines.
+const WRITE_LUA: &str = r"
+local held
+for i = 3, #ARGV, 3 do
+  local at, m, lines = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  if at ~= '' then
+    if redis.call('HSETNX', KEYS[2], m, lines) == 0 then
+      redis.call('HSET', KEYS[2], m, redis.call('HGET', KEYS[2], m) .. lines)
+    end
+    redis.call('ZADD', KEYS[1], 'NX', at, m)
+  else
+    held = redis.call('HGET', KEYS[2], m)
+    if held then redis.call('HSET', KEYS[2], m, held .. lines) end
+  end
+end
 local over = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[1])
 if over > 0 then
   local old = redis.call('ZPOPMIN', KEYS[1], over)
-  for j = 1, #old, 2 do redis.call('DEL', ARGV[2] .. old[j]) end
+  for j = 1, #old, 2 do
+    redis.call('HDEL', KEYS[2], old[j])
+    redis.call('DEL', ARGV[2] .. old[j])
+  end
 end
 return 1
 ";
-static TRIM: LazyLock<Script> = LazyLock::new(|| Script::new(TRIM_LUA));
+static WRITE: LazyLock<Script> = LazyLock::new(|| Script::new(WRITE_LUA));
 
 /// Facts waiting for the writer task at most; beyond it a fact is dropped
 /// (logged at debug level), never waited for.
 const QUEUE: usize = 65_536;
-/// Facts one pipelined round trip carries at most.
+/// Notes one call of [`WRITE_LUA`] carries at most.
 const BATCH: usize = 256;
-
-/// Adds `item`'s writes to `pipe`, their answers ignored: its facts
-/// appended to its list (`RPUSHX`, which appends only to a list that
-/// exists, unless a `Received` fact comes with them: an event not held yet
-/// is taken only from that fact), the list's expiry moved, and with a
-/// `Received` fact the event indexed (`ZADD NX`). Returns whether it indexed.
-fn push_item(pipe: &mut redis::Pipeline, item: &Note) -> bool {
-    let received = item.facts.iter().find_map(|f| match f {
-        Fact::Received { at, .. } => Some(*at),
-        _ => None,
-    });
-    let facts: Vec<Vec<u8>> = item
-        .facts
-        .iter()
-        .filter_map(|f| serde_json::to_vec(f).ok())
-        .collect();
-    if facts.is_empty() {
-        return false;
-    }
-    let m = member(&item.source, &item.event_id);
-    let list = format!("{}{m}", list_prefix(&item.prefix));
-    pipe.cmd(if received.is_some() {
-        "RPUSH"
-    } else {
-        "RPUSHX"
-    })
-    .arg(&list)
-    .arg(facts)
-    .ignore();
-    pipe.cmd("PEXPIRE")
-        .arg(&list)
-        .arg(TTL.as_millis() as u64)
-        .ignore();
-    if let Some(at) = received {
-        pipe.cmd("ZADD")
-            .arg(index_key(&item.prefix))
-            .arg("NX")
-            .arg(at)
-            .arg(m)
-            .ignore();
-    }
-    received.is_some()
-}
 
 /// Writes what the queue holds, in order, until every sender is gone.
 async fn drain(store: RedisStore, mut queue: mpsc::Receiver<Note>) {
@@ -110,6 +91,11 @@ fn index_key(prefix: &str) -> String {
     format!("{prefix}:{{trail}}")
 }
 
+fn facts_key(prefix: &str) -> String {
+    format!("{prefix}:{{trail}}:facts")
+}
+
+/// The prefix of an earlier version's per-event lists.
 fn list_prefix(prefix: &str) -> String {
     format!("{prefix}:{{trail}}:")
 }
@@ -118,11 +104,21 @@ fn member(source: &str, event_id: &str) -> String {
     format!("{source}:{event_id}")
 }
 
-fn parse_facts(items: &[Vec<u8>]) -> Vec<Fact> {
-    items
-        .iter()
-        .filter_map(|f| serde_json::from_slice(f).ok())
-        .collect()
+/// When `note` carries a `Received` fact, its time.
+fn received_at(note: &Note) -> Option<i64> {
+    note.facts.iter().find_map(|f| match f {
+        Fact::Received { at, .. } => Some(*at),
+        _ => None,
+    })
+}
+
+/// An event's facts from the hash, or else from an earlier version's list.
+fn facts_from(hashed: Option<String>, listed: &[String]) -> Option<Vec<Fact>> {
+    match hashed {
+        Some(text) => Some(facts_of(&text)),
+        None if !listed.is_empty() => Some(listed.iter().flat_map(|l| facts_of(l)).collect()),
+        None => None,
+    }
 }
 
 impl RedisStore {
@@ -140,77 +136,94 @@ impl RedisStore {
 
     /// Marks the nonce `key` done for `ttl` with `note`'s facts in the same
     /// pipelined round trip (written first, so a copy of the event that
-    /// finds it done finds its trail too), then trims the index if that
-    /// round trip found it over its bound. Where one round trip cannot
-    /// carry both (a cluster: the trail's keys have their own slot; a
-    /// replicated write: its `WAIT` runs on a lane) the note goes to the
-    /// ordered trail writer after the commit.
+    /// finds it done finds its trail too). What that round trip cannot do
+    /// goes to the writer task: appending to an event already held, and
+    /// trimming an index it found over its bound. Where one round trip
+    /// cannot carry both writes (a cluster: the trail's keys have their
+    /// own slot; a replicated write: its `WAIT` runs on a lane) the whole
+    /// note goes to the writer task after the commit.
     pub async fn commit_noting(&self, key: &str, ttl: Duration, note: Note) -> Result<(), Error> {
-        if !self.carries_trail() {
+        let at = received_at(&note);
+        let Some(at) = at.filter(|_| self.carries_trail()) else {
             let done = self.commit(key, ttl).await;
             self.trail_note(note);
             return done;
-        }
+        };
+        let m = member(&note.source, &note.event_id);
         let mut pipe = redis::pipe();
-        let indexed = push_item(&mut pipe, &note);
+        pipe.cmd("HSETNX")
+            .arg(facts_key(&note.prefix))
+            .arg(&m)
+            .arg(lines_of(&note.facts));
+        pipe.cmd("ZADD")
+            .arg(index_key(&note.prefix))
+            .arg("NX")
+            .arg(at)
+            .arg(&m)
+            .ignore();
         pipe.cmd("SET")
             .arg(key)
             .arg("done")
             .arg("PX")
             .arg(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX))
             .ignore();
-        if indexed {
-            pipe.cmd("ZCARD").arg(index_key(&note.prefix));
-        }
-        let held: Vec<usize> = self.query_pipeline(&pipe).await?;
-        if let Some(&held) = held.first()
-            && held > note.max
-            && let Err(e) = self.trail_trim(&note.prefix, note.max).await
-        {
-            tracing::debug!(error = %e, "trail trim failed");
+        pipe.cmd("ZCARD").arg(index_key(&note.prefix));
+        let (added, held): (bool, usize) = self.query_pipeline(&pipe).await?;
+        if !added {
+            // Held already: appended in order by the writer.
+            self.trail_note(note);
+        } else if held > note.max {
+            // An empty note: the writer's script trims the index.
+            self.trail_note(Note {
+                facts: Vec::new(),
+                ..note
+            });
         }
         Ok(())
     }
 
-    /// Writes `batch` in one round trip, in order, then trims each index
-    /// it grew that went over its bound (a second call, only then).
+    /// Writes `batch` in order: one call of [`WRITE_LUA`] per run of notes
+    /// that share a prefix and a bound.
     async fn trail_batch(&self, batch: &[Note]) -> Result<(), Error> {
         let mut pipe = redis::pipe();
-        // The indexes grown, with their bounds, in the order of their ZCARDs.
-        let mut grown: Vec<(&str, usize)> = Vec::new();
-        for item in batch {
-            if push_item(&mut pipe, item) && !grown.contains(&(item.prefix.as_str(), item.max)) {
-                grown.push((item.prefix.as_str(), item.max));
+        let mut run: Option<redis::Cmd> = None;
+        let mut run_of: Option<(&str, usize)> = None;
+        for note in batch {
+            let this = (note.prefix.as_str(), note.max);
+            if run_of != Some(this) {
+                if let Some(cmd) = run.take() {
+                    pipe.add_command(cmd).ignore();
+                }
+                let mut cmd = redis::cmd("EVALSHA");
+                cmd.arg(WRITE.get_hash())
+                    .arg(2)
+                    .arg(index_key(&note.prefix))
+                    .arg(facts_key(&note.prefix))
+                    .arg(note.max)
+                    .arg(list_prefix(&note.prefix));
+                run = Some(cmd);
+                run_of = Some(this);
+            }
+            if note.facts.is_empty() {
+                continue;
+            }
+            if let Some(cmd) = run.as_mut() {
+                cmd.arg(received_at(note).map_or(String::new(), |at| at.to_string()))
+                    .arg(member(&note.source, &note.event_id))
+                    .arg(lines_of(&note.facts));
             }
         }
-        for (prefix, _) in &grown {
-            pipe.cmd("ZCARD").arg(index_key(prefix));
+        if let Some(cmd) = run.take() {
+            pipe.add_command(cmd).ignore();
         }
-        let held: Vec<usize> = self.query_pipeline(&pipe).await?;
-        for ((prefix, max), held) in grown.into_iter().zip(held) {
-            if held > max {
-                self.trail_trim(prefix, max).await?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Runs [`TRIM_LUA`] on `prefix`'s index.
-    async fn trail_trim(&self, prefix: &str, max: usize) -> Result<(), Error> {
-        let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(TRIM.get_hash())
-            .arg(1)
-            .arg(index_key(prefix))
-            .arg(max)
-            .arg(list_prefix(prefix));
-        match self.query::<redis::Value>(&cmd).await {
+        match self.query_pipeline::<()>(&pipe).await {
             Err(e) if e.to_string().to_ascii_lowercase().contains("noscript") => {
                 let _: String = self
-                    .query(redis::cmd("SCRIPT").arg("LOAD").arg(TRIM_LUA))
+                    .query(redis::cmd("SCRIPT").arg("LOAD").arg(WRITE_LUA))
                     .await?;
-                self.query::<redis::Value>(&cmd).await.map(drop)
+                self.query_pipeline::<()>(&pipe).await
             }
-            other => other.map(drop),
+            other => other,
         }
     }
 
@@ -239,11 +252,15 @@ impl RedisStore {
         source: &str,
         event_id: &str,
     ) -> Result<Option<Vec<Fact>>, Error> {
-        let list = format!("{}{}", list_prefix(prefix), member(source, event_id));
-        let items: Vec<Vec<u8>> = self
-            .query(redis::cmd("LRANGE").arg(&list).arg(0).arg(-1))
-            .await?;
-        Ok((!items.is_empty()).then(|| parse_facts(&items)))
+        let m = member(source, event_id);
+        let mut pipe = redis::pipe();
+        pipe.cmd("HGET").arg(facts_key(prefix)).arg(&m);
+        pipe.cmd("LRANGE")
+            .arg(format!("{}{m}", list_prefix(prefix)))
+            .arg(0)
+            .arg(-1);
+        let (hashed, listed): (Option<String>, Vec<String>) = self.query_pipeline(&pipe).await?;
+        Ok(facts_from(hashed, &listed))
     }
 
     /// Up to `count` events received before `before`, newest first. Members
@@ -280,17 +297,41 @@ impl RedisStore {
                 })
                 .collect();
             if !wanted.is_empty() {
-                let mut pipe = redis::pipe();
+                let mut hmget = redis::cmd("HMGET");
+                hmget.arg(facts_key(prefix));
                 for (m, _) in &wanted {
-                    pipe.cmd("LRANGE")
-                        .arg(format!("{}{m}", list_prefix(prefix)))
-                        .arg(0)
-                        .arg(-1);
+                    hmget.arg(m);
                 }
-                let lists: Vec<Vec<Vec<u8>>> = self.query_pipeline(&pipe).await?;
-                for ((m, score), items) in wanted.into_iter().zip(lists) {
-                    if items.is_empty() || out.len() >= count {
+                let hashed: Vec<Option<String>> = self.query(&hmget).await?;
+                // Events an earlier version wrote: their lists, in a second
+                // round trip, only when there are any.
+                let mut pipe = redis::pipe();
+                for ((m, _), text) in wanted.iter().zip(&hashed) {
+                    if text.is_none() {
+                        pipe.cmd("LRANGE")
+                            .arg(format!("{}{m}", list_prefix(prefix)))
+                            .arg(0)
+                            .arg(-1);
+                    }
+                }
+                let mut lists: std::vec::IntoIter<Vec<String>> =
+                    if hashed.iter().any(Option::is_none) {
+                        self.query_pipeline::<Vec<Vec<String>>>(&pipe)
+                            .await?
+                            .into_iter()
+                    } else {
+                        Vec::new().into_iter()
+                    };
+                for ((m, score), hashed) in wanted.into_iter().zip(hashed) {
+                    let listed = match hashed {
+                        Some(_) => Vec::new(),
+                        None => lists.next().unwrap_or_default(),
+                    };
+                    let Some(facts) = facts_from(hashed, &listed) else {
                         continue;
+                    };
+                    if out.len() >= count {
+                        break;
                     }
                     let Some((source, event_id)) = m.split_once(':') else {
                         continue;
@@ -299,7 +340,7 @@ impl RedisStore {
                         source: source.to_owned(),
                         event_id: event_id.to_owned(),
                         received_ms: score,
-                        facts: parse_facts(&items),
+                        facts,
                     });
                 }
             }
