@@ -258,3 +258,57 @@ mod memory_store {
         b.bench_local(|| now(store.claim(black_box(key), token, LEASE)).is_ok());
     }
 }
+
+/// The memory store's trail with 100,000 events held (the default bound):
+/// one forwarded event's note (its arrival and its attempt) appended, the
+/// oldest event going out. `claim_then_commit` above is the event's own
+/// cost in the same store.
+mod memory_trail {
+    use super::*;
+    use hookgate::store::memory::trail::Trail;
+    use hookgate::trail::{Attempt, Fact, Mode, State};
+
+    const HELD: usize = 100_000;
+
+    fn note(n: u64) -> Vec<Fact> {
+        let at = 1_700_000_000_000 + i64::try_from(n).unwrap_or(0);
+        vec![
+            Fact::Received {
+                at,
+                replica: "hookgate-7d4f9c-x2x9q".into(),
+                event_type: Some("invoice.paid".into()),
+                signed_at: Some(at / 1000),
+                state: State::InFlight,
+                nonce_id: None,
+            },
+            Fact::Attempted {
+                attempt: Attempt {
+                    at: at + 3,
+                    replica: "hookgate-7d4f9c-x2x9q".into(),
+                    mode: Mode::Forward,
+                    outcome: "forwarded".into(),
+                    status: Some(200),
+                    duration_ms: 3,
+                },
+                state: State::Delivered,
+                next_attempt_at: None,
+                dead_letter_id: None,
+            },
+        ]
+    }
+
+    #[divan::bench]
+    fn append_to_a_full_trail(b: Bencher) {
+        let trail = Trail::default();
+        let mut n = 0u64;
+        while n < HELD as u64 {
+            trail.append("stripe", &format!("evt_{n:020}"), note(n), HELD);
+            n += 1;
+        }
+        b.with_inputs(|| {
+            n += 1;
+            (format!("evt_{n:020}"), note(n))
+        })
+        .bench_local_values(|(id, facts)| trail.append("stripe", &id, facts, HELD));
+    }
+}
