@@ -15,6 +15,11 @@
 # pool of fresh events serves them all. The sqlite files live in a temp
 # directory on the disk that holds /tmp (their fsync cost is that disk's).
 #
+# Each row also gives the CPU time per answered event, from /proc, of
+# hookgate's request thread, its sqlite writer and syncer threads, and
+# redis-server (clock ticks of $(getconf CLK_TCK) a second: read it as the
+# split of the work, not to the microsecond).
+#
 # Knobs (environment): ROUNDS=3 DURATION=5 CONNS=64 BODY=1024
 # POOL=<events in the pool> LOOKUP=1 (0 skips the lookup phase)
 # VARIANTS="redis sqlite ..." (a subset of the variants, in that order)
@@ -82,6 +87,7 @@ taskset -c "$SERVER_CPU" nginx -e "$WORK/app/error.log" -p "$WORK/app" -c "$WORK
 PIDS+=($!)
 taskset -c "$SERVER_CPU" redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --save "" --appendonly no \
   --dir "$WORK" --logfile "$WORK/redis.log" &
+REDIS_PID=$!
 PIDS+=($!)
 wait_port "$APP_PORT"; wait_port "$REDIS_PORT"
 
@@ -139,6 +145,16 @@ answered() { # admin-port -> forwarded + queued
   curl -s --max-time 5 "http://127.0.0.1:$1/metrics" |
     awk '/^hookgate_requests_total/ && /outcome="(forwarded|queued)"/ {s += $2} END {print s + 0}'
 }
+ticks() { # pid [thread name] -> CPU clock ticks (user + system) of its threads of that name, or all
+  for t in /proc/"$1"/task/*; do
+    if [ -z "${2:-}" ] || [ "$(cat "$t/comm" 2>/dev/null)" = "$2" ]; then
+      awk '{print $14 + $15}' "$t/stat" 2>/dev/null
+    fi
+  done | awk '{s += $1} END {print s + 0}'
+}
+cpu() { # variant -> "main writer syncer redis" ticks now
+  echo "$(ticks "${HG_PID[$1]}" hookgate) $(ticks "${HG_PID[$1]}" sqlite-writer) $(ticks "${HG_PID[$1]}" sqlite-syncer) $(ticks "$REDIS_PID")"
+}
 load() { # variant seconds -> RESULT line
   taskset -c "$CLIENT_CPU" timeout $(($2 + 60)) \
     wrk -t1 -c"$CONNS" -d"$2s" --timeout 5s -s "$ROOT/bench/pool.lua" \
@@ -156,12 +172,15 @@ for round in $(seq 1 "$ROUNDS"); do
   echo "== round $round/$ROUNDS"
   for v in "${VARIANTS[@]}"; do
     start "$v"
+    read -r m0 w0 s0 r0 <<< "$(cpu "$v")"
     line=$(load "$v" "$DURATION")
+    read -r m1 w1 s1 r1 <<< "$(cpu "$v")"
     extra="batch_sum=$(metric "${ADMIN[$v]}" hookgate_store_batch_size_sum)"
     extra+=" batch_count=$(metric "${ADMIN[$v]}" hookgate_store_batch_size_count)"
     extra+=" sync_sum=$(metric "${ADMIN[$v]}" hookgate_store_sync_seconds_sum)"
     extra+=" sync_count=$(metric "${ADMIN[$v]}" hookgate_store_sync_seconds_count)"
     extra+=" ok=$(answered "${ADMIN[$v]}")"
+    extra+=" ticks_main=$((m1 - m0)) ticks_writer=$((w1 - w0)) ticks_syncer=$((s1 - s0)) ticks_redis=$((r1 - r0))"
     stop "$v"
     printf '%s\t%s\t%s %s\n' "$round" "$v" "$line" "$extra" >> "$RESULTS"
     echo "   $v: ${line#RESULT } $extra"
@@ -196,7 +215,7 @@ if [ "$LOOKUP" != 0 ]; then
   done
 fi
 
-python3 - "$RESULTS" "$LOOKUPS" <<'PY'
+python3 - "$RESULTS" "$LOOKUPS" "$(getconf CLK_TCK)" <<'PY'
 import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
@@ -235,6 +254,16 @@ for v in labels:
     ref = same_trail_redis(v)
     ratio = f"{statistics.median(rate(a) / rate(b) for a, b in zip(rows[v], rows[ref])):.2f}×" if ref in rows else "—"
     print(f"| {labels[v]} | {r:,.0f} | {ratio} | {med(v, lambda kv: num(kv, 'p99_us')):,.0f} | {b} | {f} |")
+tick_us = 1e6 / int(sys.argv[3])
+def cpu(v, k):
+    return med(v, lambda kv: num(kv, "ticks_" + k) * tick_us / num(kv, "ok") if num(kv, "ok") else 0.0)
+print()
+print("| hookgate + store | CPU µs per event: request thread | sqlite writer | sqlite syncer | redis-server |")
+print("|---|---|---|---|---|")
+for v in labels:
+    if v not in rows:
+        continue
+    print(f"| {labels[v]} | {cpu(v, 'main'):.1f} | {cpu(v, 'writer'):.1f} | {cpu(v, 'syncer'):.1f} | {cpu(v, 'redis'):.1f} |")
 print()
 print("| store | fresh events / s, trail on ÷ trail off (medians) | the same, round by round: median | lowest | highest |")
 print("|---|---|---|---|---|")
