@@ -141,13 +141,14 @@ impl RedisStore {
     /// trimming an index it found over its bound. Where one round trip
     /// cannot carry both writes (a cluster: the trail's keys have their
     /// own slot; a replicated write: its `WAIT` runs on a lane) the whole
-    /// note goes to the writer task after the commit.
+    /// note goes to the writer task, queued before the commit is sent.
     pub async fn commit_noting(&self, key: &str, ttl: Duration, note: Note) -> Result<(), Error> {
         let at = received_at(&note);
         let Some(at) = at.filter(|_| self.carries_trail()) else {
-            let done = self.commit(key, ttl).await;
+            // Queued first: a copy that finds the event done notes its
+            // duplicate behind these facts.
             self.trail_note(note);
-            return done;
+            return self.commit(key, ttl).await;
         };
         let m = member(&note.source, &note.event_id);
         let mut pipe = redis::pipe();
