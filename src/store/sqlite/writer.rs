@@ -885,6 +885,29 @@ mod tests {
     }
 
     fn commit(jobs: &Sender<Job>, id: &str) -> oneshot::Receiver<Result<Reply, Error>> {
+        commit_noting(jobs, id, None)
+    }
+
+    /// A commit of `id`, with trail facts riding on it when `max` is given.
+    fn commit_noting(
+        jobs: &Sender<Job>,
+        id: &str,
+        max: Option<usize>,
+    ) -> oneshot::Receiver<Result<Reply, Error>> {
+        let trail = max.map(|max| {
+            Box::new(TrailWrite {
+                source: "s".into(),
+                event_id: id.into(),
+                lines: "{}\n".into(),
+                facts: vec![crate::trail::received(
+                    "r",
+                    None,
+                    None,
+                    crate::trail::State::Delivered,
+                )],
+                max,
+            })
+        });
         let (reply, answer) = oneshot::channel();
         jobs.send(Job {
             op: Op::Commit {
@@ -892,11 +915,25 @@ mod tests {
                 id: id.into(),
                 ttl_ms: 60_000,
             },
-            trail: None,
+            trail,
             reply,
         })
         .expect("writer running");
         answer
+    }
+
+    /// A writer thread on a new file `t.db` in `dir`.
+    fn start(dir: &Path, sync: Sync) -> (Sender<Job>, std::thread::JoinHandle<()>) {
+        let path = dir.join("t.db");
+        let conn = super::super::open_writer(&path).expect("open");
+        let (jobs, receiver) = mpsc::channel();
+        let mut wal = path.into_os_string();
+        wal.push("-wal");
+        let observers: Observers = Arc::new(OnceLock::new());
+        let writer = std::thread::spawn(move || {
+            run(conn, sync, wal.into(), receiver, observers);
+        });
+        (jobs, writer)
     }
 
     /// With `sync = "full"` SQLite's own checkpoints are off: the writer's
@@ -906,14 +943,7 @@ mod tests {
     fn commits_are_answered_and_copied_into_the_file() {
         let dir = tempfile::tempdir().expect("dir");
         let path = dir.path().join("t.db");
-        let conn = super::super::open_writer(&path).expect("open");
-        let (jobs, receiver) = mpsc::channel();
-        let mut wal = path.clone().into_os_string();
-        wal.push("-wal");
-        let observers: Observers = Arc::new(OnceLock::new());
-        let writer = std::thread::spawn(move || {
-            run(conn, Sync::Full, wal.into(), receiver, observers);
-        });
+        let (jobs, writer) = start(dir.path(), Sync::Full);
         let answers: Vec<_> = (0..20).map(|i| commit(&jobs, &format!("e{i}"))).collect();
         for answer in answers {
             assert!(matches!(answer.blocking_recv(), Ok(Ok(Reply::Done))));
@@ -932,38 +962,6 @@ mod tests {
         writer.join().expect("writer thread");
     }
 
-    /// A commit whose trail facts ride on it.
-    fn commit_noting(
-        jobs: &Sender<Job>,
-        id: &str,
-        max: usize,
-    ) -> oneshot::Receiver<Result<Reply, Error>> {
-        let facts = vec![crate::trail::received(
-            "r",
-            None,
-            None,
-            crate::trail::State::Delivered,
-        )];
-        let (reply, answer) = oneshot::channel();
-        jobs.send(Job {
-            op: Op::Commit {
-                source: "s".into(),
-                id: id.into(),
-                ttl_ms: 60_000,
-            },
-            trail: Some(Box::new(TrailWrite {
-                source: "s".into(),
-                event_id: id.into(),
-                lines: "{}\n".into(),
-                facts,
-                max,
-            })),
-            reply,
-        })
-        .expect("writer running");
-        answer
-    }
-
     /// The trail keeps to its bound while writes keep coming, long before
     /// the first purge pass; the newest events are the ones kept, each in
     /// the transaction of its commit.
@@ -971,15 +969,10 @@ mod tests {
     fn the_trail_keeps_to_its_bound_between_purges() {
         let dir = tempfile::tempdir().expect("dir");
         let path = dir.path().join("t.db");
-        let conn = super::super::open_writer(&path).expect("open");
-        let (jobs, receiver) = mpsc::channel();
-        let observers: Observers = Arc::new(OnceLock::new());
-        let writer = std::thread::spawn(move || {
-            run(conn, Sync::Normal, PathBuf::new(), receiver, observers);
-        });
+        let (jobs, writer) = start(dir.path(), Sync::Normal);
         for round in 0..6 {
             let answers: Vec<_> = (0..50)
-                .map(|i| commit_noting(&jobs, &format!("e{:03}", round * 50 + i), 100))
+                .map(|i| commit_noting(&jobs, &format!("e{:03}", round * 50 + i), Some(100)))
                 .collect();
             for answer in answers {
                 assert!(matches!(answer.blocking_recv(), Ok(Ok(Reply::Done))));
