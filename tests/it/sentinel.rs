@@ -167,7 +167,9 @@ async fn an_enqueue_no_replica_acknowledges_is_answered_503_and_the_retry_is_que
     let gate = ConfigBuilder::new(&upstream.url())
         .redis(&redis.url())
         .store_key("min_replicas = 1")
-        .store_key(r#"replica_timeout = "200ms""#)
+        // Long enough for a replica that has just come online to answer on
+        // a busy machine; the first send waits it out with no replica.
+        .store_key(r#"replica_timeout = "2s""#)
         .source(queued.clone())
         .start()
         .await;
