@@ -62,11 +62,7 @@ async fn nonce_keys_spread_over_the_masters_and_each_lives_on_its_own_slot() {
     let upstream = Upstream::start().await;
     // Standard Webhooks signs its id, so the nonce is keyed by it.
     let standard = SourceSpec::standard();
-    let gate = ConfigBuilder::new(&upstream.url())
-        .store(StoreSpec::Cluster(cluster.urls()))
-        .source(standard.clone())
-        .start()
-        .await;
+    let gate = gate_on(&cluster, &upstream, &standard).await;
 
     // Plain ids, and ids carrying hash tags of their own (a sender's choice:
     // they only pick which slot the one key lives on).
@@ -166,6 +162,25 @@ async fn the_whole_cluster_down_is_503_and_both_replicas_recover() {
     .await;
 }
 
+/// hookgate with `source` in front of `upstream`, on `cluster`.
+async fn gate_on(cluster: &RedisCluster, upstream: &Upstream, source: &SourceSpec) -> Hookgate {
+    ConfigBuilder::new(&upstream.url())
+        .store(StoreSpec::Cluster(cluster.urls()))
+        .source(source.clone())
+        .start()
+        .await
+}
+
+/// A three-master cluster, an app, and hookgate on both with one Stripe
+/// source, shareable with a task that sends while the cluster changes.
+async fn shared_gate_on_a_cluster() -> (RedisCluster, Upstream, SourceSpec, Arc<Hookgate>) {
+    let cluster = RedisCluster::start(3);
+    let upstream = Upstream::start().await;
+    let stripe = SourceSpec::stripe();
+    let gate = Arc::new(gate_on(&cluster, &upstream, &stripe).await);
+    (cluster, upstream, stripe, gate)
+}
+
 /// Restarting the whole cluster while requests arrive can leave the
 /// cluster connection of the `redis` crate with no node at all, retrying
 /// a slot refresh forever (about one restart in six here); hookgate then
@@ -174,16 +189,7 @@ async fn the_whole_cluster_down_is_503_and_both_replicas_recover() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restarts_of_the_whole_cluster_under_load_are_recovered_from_each_time() {
     const RESTARTS: usize = 8;
-    let mut cluster = RedisCluster::start(3);
-    let upstream = Upstream::start().await;
-    let stripe = SourceSpec::stripe();
-    let gate = Arc::new(
-        ConfigBuilder::new(&upstream.url())
-            .store(StoreSpec::Cluster(cluster.urls()))
-            .source(stripe.clone())
-            .start()
-            .await,
-    );
+    let (mut cluster, upstream, stripe, gate) = shared_gate_on_a_cluster().await;
     for round in 0..RESTARTS {
         let restarting = Arc::new(AtomicBool::new(true));
         let sender = tokio::spawn({
@@ -222,16 +228,7 @@ async fn restarts_of_the_whole_cluster_under_load_are_recovered_from_each_time()
 /// is taken.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_rebuilt_empty_on_the_same_addresses_is_found_again() {
-    let mut cluster = RedisCluster::start(3);
-    let upstream = Upstream::start().await;
-    let stripe = SourceSpec::stripe();
-    let gate = Arc::new(
-        ConfigBuilder::new(&upstream.url())
-            .store(StoreSpec::Cluster(cluster.urls()))
-            .source(stripe.clone())
-            .start()
-            .await,
-    );
+    let (mut cluster, upstream, stripe, gate) = shared_gate_on_a_cluster().await;
     let before = stripe.event("evt_rebuild_before", "invoice.paid");
     gate.send(&stripe, &before).await.assert_app_ok();
 
@@ -281,11 +278,7 @@ async fn one_master_down_its_slots_answer_503_and_nothing_is_forwarded_unclaimed
     let mut cluster = RedisCluster::start(3);
     let upstream = Upstream::start().await;
     let stripe = SourceSpec::stripe();
-    let gate = ConfigBuilder::new(&upstream.url())
-        .store(StoreSpec::Cluster(cluster.urls()))
-        .source(stripe.clone())
-        .start()
-        .await;
+    let gate = gate_on(&cluster, &upstream, &stripe).await;
     // Warm the slot map and the connections to every master.
     for i in 0..10 {
         let event = stripe.event(&format!("evt_warm_{i}"), "invoice.paid");

@@ -412,6 +412,13 @@ fn find(lines: &[String], from: usize, pred: impl Fn(&str) -> bool) -> Option<us
         .map(|(i, _)| i)
 }
 
+/// The `200` answers an strace text shows written to a socket.
+fn answers_traced(text: &str) -> usize {
+    text.lines()
+        .filter(|l| (l.contains("write") || l.contains("send")) && l.contains("HTTP/1.1 200"))
+        .count()
+}
+
 /// The trace file once `ready` holds for its text (bounded).
 async fn traced_until(trace: &Path, ready: impl Fn(&str) -> bool) -> String {
     let mut text = String::new();
@@ -455,13 +462,7 @@ async fn the_fsync_comes_before_the_answer_and_concurrent_writes_share_it() {
 
     // strace writes its file a little after the calls: wait until it shows
     // the second answer.
-    let before_load = traced_until(&trace, |text| {
-        text.lines()
-            .filter(|l| (l.contains("write") || l.contains("send")) && l.contains("HTTP/1.1 200"))
-            .count()
-            >= 2
-    })
-    .await;
+    let before_load = traced_until(&trace, |text| answers_traced(text) >= 2).await;
     let lines: Vec<String> = before_load.lines().map(str::to_owned).collect();
     for (id, answer_text) in [
         ("sync-q-1", r#"{\"queued\":true,\"event_id\":\"sync-q-1\"}"#),
@@ -508,13 +509,7 @@ async fn the_fsync_comes_before_the_answer_and_concurrent_writes_share_it() {
     while let Some(done) = senders.join_next().await {
         done.expect("sender");
     }
-    let after = traced_until(&trace, |text| {
-        text.lines()
-            .filter(|l| (l.contains("write") || l.contains("send")) && l.contains("HTTP/1.1 200"))
-            .count()
-            >= 202
-    })
-    .await;
+    let after = traced_until(&trace, |text| answers_traced(text) >= 202).await;
     let syncs = after.lines().filter(|l| wal_sync_done(l)).count() - syncs_before;
     assert!(syncs > 0, "no fsync under load");
     // Each event is one enqueue (plus its claim, which needs no fsync), and
