@@ -1,10 +1,11 @@
 -- wrk script: sends the pre-built requests of a pool file in order, each once.
 --
---   wrk ... -s pool.lua URL -- POOL_FILE RECORD_LENGTH [THREADS]
+--   wrk ... -s pool.lua URL -- POOL_FILE RECORD_LENGTH [THREADS [SKIP]]
 --
 -- The pool holds fixed-length raw HTTP requests (bench/gen_pool.py). With
 -- several wrk threads (pass their number as THREADS) each takes every n-th
--- record, so no request is sent twice. When a thread runs out it wraps around and the summary says so (a
+-- record, so no request is sent twice. SKIP (default 0) starts each thread
+-- that many records into its share, so a run can go on where another stopped. When a thread runs out it wraps around and the summary says so (a
 -- fresh-event run that wrapped measured duplicates, and run.sh rejects it).
 -- done() prints one machine-readable RESULT line.
 
@@ -31,7 +32,7 @@ function init(args)
   end
   f:close()
   n = #pool
-  i = 0
+  i = (tonumber(args[4]) or 0) % math.max(n, 1)
   wrapped = 0
 end
 

@@ -20,7 +20,14 @@
 # redis-server (clock ticks of $(getconf CLK_TCK) a second: read it as the
 # split of the work, not to the microsecond).
 #
-# Knobs (environment): ROUNDS=3 DURATION=5 CONNS=64 BODY=1024
+# Before each measured run a variant is sent WARM events of a pool of their
+# own (110,000 by default, more than the trail's bound of 100,000): the
+# measured events then meet a full trail and a store already holding that
+# many ids, the state of a service that has been running a while. WARM=0
+# measures from an empty store instead (the trail filling up, its memory
+# taken for the first time).
+#
+# Knobs (environment): ROUNDS=3 DURATION=5 CONNS=64 BODY=1024 WARM=110000
 # POOL=<events in the pool> LOOKUP=1 (0 skips the lookup phase)
 # VARIANTS="redis sqlite ..." (a subset of the variants, in that order)
 # HOOKGATE_BIN=<prebuilt binary>.
@@ -33,6 +40,7 @@ DURATION=${DURATION:-5}
 CONNS=${CONNS:-64}
 BODY=${BODY:-1024}
 POOL=${POOL:-300000}
+WARM=${WARM:-110000}
 LOOKUP=${LOOKUP:-1}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
@@ -138,8 +146,13 @@ stop() {
   kill "${HG_PID[$1]}" 2>/dev/null || true
   wait "${HG_PID[$1]}" 2>/dev/null || true
 }
-metric() { # admin-port name -> value
-  curl -s --max-time 5 "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n {print $2}'
+counters() { # variant -> "answered batch_sum batch_count sync_sum sync_count" now
+  local m
+  m=$(curl -s --max-time 5 "http://127.0.0.1:${ADMIN[$1]}/metrics")
+  awk '/^hookgate_requests_total/ && /outcome="(forwarded|queued)"/ {ok += $2}
+       $1 == "hookgate_store_batch_size_sum" {bs = $2} $1 == "hookgate_store_batch_size_count" {bc = $2}
+       $1 == "hookgate_store_sync_seconds_sum" {ss = $2} $1 == "hookgate_store_sync_seconds_count" {sc = $2}
+       END {print ok + 0, bs + 0, bc + 0, ss + 0, sc + 0}' <<< "$m"
 }
 answered() { # admin-port -> forwarded + queued
   curl -s --max-time 5 "http://127.0.0.1:$1/metrics" |
@@ -155,16 +168,31 @@ ticks() { # pid [thread name] -> CPU clock ticks (user + system) of its threads 
 cpu() { # variant -> "main writer syncer redis" ticks now
   echo "$(ticks "${HG_PID[$1]}" hookgate) $(ticks "${HG_PID[$1]}" sqlite-writer) $(ticks "${HG_PID[$1]}" sqlite-syncer) $(ticks "$REDIS_PID")"
 }
-load() { # variant seconds -> RESULT line
+load() { # variant seconds [pool [skip]] -> RESULT line
+  local pool=${3:-pool}
   taskset -c "$CLIENT_CPU" timeout $(($2 + 60)) \
     wrk -t1 -c"$CONNS" -d"$2s" --timeout 5s -s "$ROOT/bench/pool.lua" \
-    "http://127.0.0.1:${PORT[$1]}/webhooks/bench" -- "$WORK/pool" "$(cat "$WORK/pool.len")" 1 | grep '^RESULT'
+    "http://127.0.0.1:${PORT[$1]}/webhooks/bench" -- "$WORK/$pool" "$(cat "$WORK/$pool.len")" 1 "${4:-0}" | grep '^RESULT'
+}
+warm() { # variant: sends it the warm-up pool, each event once
+  local sent=0
+  for _ in $(seq 1 60); do
+    [ "$sent" -ge "$WARM" ] && return 0
+    load "$1" 2 warm "$sent" >/dev/null
+    sent=$(answered "${ADMIN[$1]}")
+  done
+  echo "bench: only $sent of $WARM warm-up events answered by $1" >&2; exit 1
 }
 
 echo "== generating a pool of $POOL signed events"
 python3 "$ROOT/bench/gen_pool.py" --scheme github --secret "$SECRET" --path /webhooks/bench \
   --body-bytes "$BODY" --prefix ev --count "$POOL" --out "$WORK/pool" > "$WORK/pool.len"
 WIDTH=${#POOL}
+if [ "$WARM" -gt 0 ]; then
+  echo "== generating a warm-up pool of $WARM signed events"
+  python3 "$ROOT/bench/gen_pool.py" --scheme github --secret "$SECRET" --path /webhooks/bench \
+    --body-bytes "$BODY" --prefix wu --count "$WARM" --out "$WORK/warm" > "$WORK/warm.len"
+fi
 
 RESULTS=$WORK/results.tsv
 : > "$RESULTS"
@@ -172,14 +200,15 @@ for round in $(seq 1 "$ROUNDS"); do
   echo "== round $round/$ROUNDS"
   for v in "${VARIANTS[@]}"; do
     start "$v"
+    [ "$WARM" -gt 0 ] && warm "$v"
+    read -r ok0 bs0 bc0 ss0 sc0 <<< "$(counters "$v")"
     read -r m0 w0 s0 r0 <<< "$(cpu "$v")"
     line=$(load "$v" "$DURATION")
     read -r m1 w1 s1 r1 <<< "$(cpu "$v")"
-    extra="batch_sum=$(metric "${ADMIN[$v]}" hookgate_store_batch_size_sum)"
-    extra+=" batch_count=$(metric "${ADMIN[$v]}" hookgate_store_batch_size_count)"
-    extra+=" sync_sum=$(metric "${ADMIN[$v]}" hookgate_store_sync_seconds_sum)"
-    extra+=" sync_count=$(metric "${ADMIN[$v]}" hookgate_store_sync_seconds_count)"
-    extra+=" ok=$(answered "${ADMIN[$v]}")"
+    read -r ok1 bs1 bc1 ss1 sc1 <<< "$(counters "$v")"
+    extra=$(awk -v a="$bs0 $bc0 $ss0 $sc0 $ok0" -v b="$bs1 $bc1 $ss1 $sc1 $ok1" 'BEGIN {
+      split(a, x, " "); split(b, y, " ")
+      printf "batch_sum=%f batch_count=%d sync_sum=%f sync_count=%d ok=%d", y[1]-x[1], y[2]-x[2], y[3]-x[3], y[4]-x[4], y[5]-x[5] }')
     extra+=" ticks_main=$((m1 - m0)) ticks_writer=$((w1 - w0)) ticks_syncer=$((s1 - s0)) ticks_redis=$((r1 - r0))"
     stop "$v"
     printf '%s\t%s\t%s %s\n' "$round" "$v" "$line" "$extra" >> "$RESULTS"

@@ -10,6 +10,11 @@
 //! | `queue` | queued event | `id`, `source`, `event_id`, `event_type`, `attempts`, `last_error`, `due_ms`, `lease_owner` |
 //! | `dead_letters` | dead letter | `id`, `source`, `event_id`, `event_type`, `attempts`, `last_error`, `dead_ms` |
 //! | `events` | event in the trail (DESIGN §7a) | `source`, `event_id`, `event_type`, `state`, `received_ms`, `facts` (one JSON fact a line) |
+//! | `trail_size` | one row | `events`: the rows `events` holds, kept by its triggers |
+//!
+//! `trail_size` is kept by triggers on `events`, whoever writes the table
+//! (a hookgate, or an operator deleting rows in the `sqlite3` shell), so the
+//! trail's bound is kept without counting the table.
 //!
 //! A claim lives in `claims`, a table of the few events in flight, so
 //! claiming writes the same few pages whatever the id; only the commit
@@ -110,6 +115,14 @@ CREATE TABLE claims (
     PRIMARY KEY (source, event_id)
 ) WITHOUT ROWID;
 ",
+    r"
+CREATE TABLE trail_size (events INTEGER NOT NULL);
+INSERT INTO trail_size (events) SELECT count(*) FROM events;
+CREATE TRIGGER events_counted_in AFTER INSERT ON events
+BEGIN UPDATE trail_size SET events = events + 1; END;
+CREATE TRIGGER events_counted_out AFTER DELETE ON events
+BEGIN UPDATE trail_size SET events = events - 1; END;
+",
 ];
 
 /// The schema version this build writes.
@@ -178,6 +191,7 @@ mod tests {
             "dead_letters",
             "events",
             "claims",
+            "trail_size",
         ] {
             let n: i64 = conn
                 .query_row(
@@ -210,6 +224,44 @@ mod tests {
                 .unwrap_or_else(|e| panic!("the new table {table}: {e}"));
             assert_eq!(rows, 0, "{table}");
         }
+    }
+
+    /// A file of version 3 gets `trail_size` counting the trail it holds,
+    /// and the count follows every insert and delete, whoever makes them.
+    #[test]
+    fn the_trail_size_counts_what_an_older_file_held_and_follows_it() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        for step in &STEPS[..3] {
+            conn.execute_batch(step).expect("older steps");
+        }
+        conn.pragma_update(None, "user_version", 3).expect("set");
+        for id in ["a", "b", "c"] {
+            conn.execute(
+                "INSERT INTO events VALUES ('s', ?1, NULL, 'delivered', 1, '')",
+                [id],
+            )
+            .expect("row");
+        }
+        assert_eq!(migrate(&mut conn).expect("migrate"), 3);
+        let size = |conn: &Connection| -> i64 {
+            conn.query_row("SELECT events FROM trail_size", [], |r| r.get(0))
+                .expect("size")
+        };
+        assert_eq!(size(&conn), 3);
+        conn.execute(
+            "INSERT OR IGNORE INTO events VALUES ('s', 'a', NULL, 'delivered', 1, '')",
+            [],
+        )
+        .expect("ignored");
+        conn.execute(
+            "INSERT INTO events VALUES ('s', 'd', NULL, 'delivered', 1, '')",
+            [],
+        )
+        .expect("new");
+        assert_eq!(size(&conn), 4, "an ignored insert counts nothing");
+        conn.execute("DELETE FROM events WHERE event_id IN ('a', 'b')", [])
+            .expect("delete");
+        assert_eq!(size(&conn), 2);
     }
 
     #[test]

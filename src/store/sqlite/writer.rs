@@ -239,11 +239,8 @@ pub fn run(
             None
         }
     };
-    // The trail's bound, as the latest trail write gave it, and the events
-    // the table holds (counted at each purge, then followed by the rows
-    // each batch adds).
+    // The trail's bound, as the latest trail write gave it.
     let mut trail_max = None;
-    let mut trail_held: Option<usize> = None;
     let mut last_purge = Instant::now();
     let mut unchecked = 0usize;
     let mut last_checkpoint = Instant::now();
@@ -255,9 +252,8 @@ pub fn run(
         };
         if last_purge.elapsed() >= PURGE_EVERY {
             last_purge = Instant::now();
-            match purge(&mut conn, now_ms(), trail_max) {
-                Ok(held) => trail_held = held,
-                Err(e) => tracing::warn!(error = %e, "sqlite: purging expired rows failed"),
+            if let Err(e) = purge(&mut conn, now_ms(), trail_max) {
+                tracing::warn!(error = %e, "sqlite: purging expired rows failed");
             }
             unchecked += 1;
         }
@@ -271,23 +267,9 @@ pub fn run(
             }
             if let Some(max) = batch.iter().rev().find_map(|j| j.facts().map(|t| t.max)) {
                 trail_max = Some(max);
-                if trail_held.is_none() {
-                    trail_held = count_trail(&conn);
-                }
             }
             unchecked += batch.len();
-            let added = commit_batch(&mut conn, batch, syncer.as_ref(), &observers);
-            if let Some(held) = trail_held.as_mut() {
-                *held += added;
-            }
-            if let (Some(max), Some(held)) = (trail_max, trail_held.as_mut())
-                && *held > max
-            {
-                match trim_trail(&conn, *held - max) {
-                    Ok(gone) => *held -= gone,
-                    Err(e) => tracing::warn!(error = %e, "sqlite: trimming the trail failed"),
-                }
-            }
+            commit_batch(&mut conn, batch, trail_max, syncer.as_ref(), &observers);
         }
         if syncer.is_some()
             && unchecked > 0
@@ -339,20 +321,21 @@ fn fail_all(jobs: &Receiver<Job>, e: &Error) {
 
 /// Runs `batch` in one transaction, counts it, and answers each op: at
 /// once, or (with a syncer) after the WAL is on disk when the answer relies
-/// on it. Returns the events it added to the trail.
+/// on it. A batch that adds events to the trail also trims it to
+/// `trail_max`, in the same transaction.
 fn commit_batch(
     conn: &mut Connection,
     batch: Vec<Job>,
+    trail_max: Option<usize>,
     syncer: Option<&Sender<Vec<Held>>>,
     observers: &Observers,
-) -> usize {
-    let mut added = 0;
-    let results = match run_batch(conn, &batch, &mut added) {
+) {
+    let results = match run_batch(conn, &batch, trail_max) {
         Ok(results) => results,
         // One op failed: each alone, so the others still land.
         Err(_) => batch
             .iter()
-            .map(|job| run_batch(conn, std::slice::from_ref(job), &mut added).and_then(one))
+            .map(|job| run_batch(conn, std::slice::from_ref(job), trail_max).and_then(one))
             .collect(),
     };
     if let Some((_, batch_size)) = observers.get() {
@@ -380,7 +363,6 @@ fn commit_batch(
             let _ = reply.send(Err(e.clone()));
         }
     }
-    added
 }
 
 /// Starts the thread that fdatasyncs `wal` and then answers what waited
@@ -447,28 +429,34 @@ fn one(mut results: Vec<Result<Reply, Error>>) -> Result<Reply, Error> {
 }
 
 /// Runs `batch` in one transaction, each op with the trail facts riding
-/// on it. `Err` when any op failed (nothing of the batch is kept then);
-/// otherwise `added` grows by the events the batch added to the trail.
+/// on it; when it added events to the trail, the oldest beyond
+/// `trail_max` go in the same transaction. `Err` when any op failed
+/// (nothing of the batch is kept then).
 fn run_batch(
     conn: &mut Connection,
     batch: &[Job],
-    added: &mut usize,
+    trail_max: Option<usize>,
 ) -> Result<Vec<Result<Reply, Error>>, Error> {
     let tx = conn
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
         .map_err(failed)?;
     let now = now_ms();
     let mut out = Vec::with_capacity(batch.len());
-    let mut new_events = 0;
+    let mut added = false;
     for job in batch {
         let reply = apply(&tx, &job.op, now).map_err(failed)?;
         if let Some(t) = job.facts() {
-            new_events += usize::from(write_trail(&tx, t, now).map_err(failed)?);
+            added |= write_trail(&tx, t, now).map_err(failed)?;
         }
         out.push(Ok(reply));
     }
+    if let Some(max) = trail_max.filter(|_| added) {
+        // The trim's own failure loses no op: the trail is trimmed later.
+        if let Err(e) = trim_trail(&tx, max) {
+            tracing::warn!(error = %e, "sqlite: trimming the trail failed");
+        }
+    }
     tx.commit().map_err(failed)?;
-    *added += new_events;
     Ok(out)
 }
 
@@ -524,25 +512,22 @@ fn write_trail(tx: &Transaction<'_>, t: &TrailWrite, now: i64) -> rusqlite::Resu
     Ok(false)
 }
 
-/// The events the trail holds; `None` when the count fails (the purge
-/// counts again).
-fn count_trail(conn: &Connection) -> Option<usize> {
+/// Deletes the oldest events of the trail beyond `max`, at most
+/// [`PURGE_LIMIT`] (`trail_size` says how many it holds).
+fn trim_trail(conn: &Connection, max: usize) -> rusqlite::Result<()> {
     let held: i64 = conn
-        .query_row("SELECT count(*) FROM events", [], |r| r.get(0))
-        .map_err(|e| tracing::warn!(error = %e, "sqlite: counting the trail failed"))
-        .ok()?;
-    usize::try_from(held).ok()
-}
-
-/// Deletes the `over` oldest events of the trail, at most [`PURGE_LIMIT`];
-/// returns how many went.
-fn trim_trail(conn: &Connection, over: usize) -> rusqlite::Result<usize> {
-    let limit = i64::try_from(over).unwrap_or(i64::MAX).min(PURGE_LIMIT);
+        .prepare_cached("SELECT events FROM trail_size")?
+        .query_row([], |r| r.get(0))?;
+    let over = held.saturating_sub(i64::try_from(max).unwrap_or(i64::MAX));
+    if over <= 0 {
+        return Ok(());
+    }
     conn.prepare_cached(
         "DELETE FROM events WHERE (source, event_id) IN \
          (SELECT source, event_id FROM events ORDER BY received_ms, source, event_id LIMIT ?1)",
     )?
-    .execute(params![limit])
+    .execute(params![over.min(PURGE_LIMIT)])
+    .map(drop)
 }
 
 /// The query for the expiry of `t`'s lease on `(source, id)`.
@@ -832,13 +817,9 @@ fn apply(tx: &Transaction<'_>, op: &Op, now: i64) -> rusqlite::Result<Reply> {
 
 /// Deletes expired nonces, claims, leases, versions and failure counts, at
 /// most [`PURGE_LIMIT`] of each, and the oldest trail events beyond
-/// `trail_max` (one pass of [`trim_trail`]; the batches that follow trim
-/// the rest). Returns the events the trail holds then, when it has a bound.
-fn purge(
-    conn: &mut Connection,
-    now: i64,
-    trail_max: Option<usize>,
-) -> rusqlite::Result<Option<usize>> {
+/// `trail_max` (one pass of [`trim_trail`]; the batches that add events
+/// trim the rest).
+fn purge(conn: &mut Connection, now: i64, trail_max: Option<usize>) -> rusqlite::Result<()> {
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     for (table, key) in [
         ("nonces", "source, event_id"),
@@ -855,16 +836,10 @@ fn purge(
             params![now, PURGE_LIMIT],
         )?;
     }
-    tx.commit()?;
-    let Some(max) = trail_max else {
-        return Ok(None);
-    };
-    let held: i64 = conn.query_row("SELECT count(*) FROM events", [], |r| r.get(0))?;
-    let held = usize::try_from(held).unwrap_or(0);
-    if held > max {
-        return Ok(Some(held - trim_trail(conn, held - max)?));
+    if let Some(max) = trail_max {
+        trim_trail(&tx, max)?;
     }
-    Ok(Some(held))
+    tx.commit()
 }
 
 #[cfg(test)]
