@@ -1,6 +1,6 @@
 //! The memory store's trail: the most recent events' facts, in the process.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use crate::trail::{Cursor, Fact, Stored};
@@ -10,12 +10,21 @@ use crate::trail::{Cursor, Fact, Stored};
 /// `(source, event_id)` pairs do.
 type Name = Arc<str>;
 
+/// Linear steps from the newest end before an insert looks its place up
+/// by halves (a clock stepped back puts arrivals far from the end).
+const NEAR_THE_END: usize = 16;
+
 fn name(source: &str, event_id: &str) -> String {
     let mut name = String::with_capacity(source.len() + 1 + event_id.len());
+    name_into(&mut name, source, event_id);
+    name
+}
+
+fn name_into(name: &mut String, source: &str, event_id: &str) {
+    name.clear();
     name.push_str(source);
     name.push('\0');
     name.push_str(event_id);
-    name
 }
 
 fn parts(name: &str) -> (&str, &str) {
@@ -27,22 +36,44 @@ pub struct Trail {
     inner: Mutex<Inner>,
 }
 
+/// The events by name, and their order. Only verified events reach the
+/// trail, and the map's hasher is seeded per process.
 #[derive(Debug, Default)]
 struct Inner {
-    events: HashMap<Name, (i64, Vec<Fact>)>,
-    /// `(received_ms, name)`: the order events are listed in.
-    order: BTreeSet<(i64, Name)>,
+    events: HashMap<Name, Vec<Fact>, foldhash::fast::RandomState>,
+    /// `(received_ms, name)`, ascending: the order events are listed and
+    /// dropped in. Arrivals come near the newest end, so a ring of them
+    /// takes an insert at its back and a drop at its front.
+    order: VecDeque<(i64, Name)>,
+    /// The name being looked up, built here so a lookup allocates nothing.
+    scratch: String,
+}
+
+impl Inner {
+    /// Where `(at, key)` goes in `order`.
+    fn place(&self, at: i64, key: &str) -> usize {
+        let after = |(held_at, held): &(i64, Name)| (*held_at, &**held) <= (at, key);
+        let mut pos = self.order.len();
+        for _ in 0..NEAR_THE_END {
+            match pos.checked_sub(1).and_then(|p| self.order.get(p)) {
+                Some(held) if !after(held) => pos -= 1,
+                _ => return pos,
+            }
+        }
+        self.order.partition_point(after)
+    }
 }
 
 impl Trail {
     /// Appends `facts`; an event not yet held is taken only from a
     /// `Received` fact, and the oldest go beyond `max`.
     pub fn append(&self, source: &str, event_id: &str, facts: Vec<Fact>, max: usize) {
-        let key = name(source, event_id);
-        let Ok(mut inner) = self.inner.lock() else {
+        let Ok(mut guard) = self.inner.lock() else {
             return;
         };
-        if let Some((_, held)) = inner.events.get_mut(key.as_str()) {
+        let inner = &mut *guard;
+        name_into(&mut inner.scratch, source, event_id);
+        if let Some(held) = inner.events.get_mut(inner.scratch.as_str()) {
             held.extend(facts);
             return;
         }
@@ -52,11 +83,12 @@ impl Trail {
         }) else {
             return;
         };
-        let key: Name = key.into();
-        inner.order.insert((at, Arc::clone(&key)));
-        inner.events.insert(key, (at, facts));
+        let pos = inner.place(at, &inner.scratch);
+        let key: Name = Arc::from(inner.scratch.as_str());
+        inner.order.insert(pos, (at, Arc::clone(&key)));
+        inner.events.insert(key, facts);
         while inner.order.len() > max {
-            let Some((_, oldest)) = inner.order.pop_first() else {
+            let Some((_, oldest)) = inner.order.pop_front() else {
                 break;
             };
             inner.events.remove(&oldest);
@@ -66,10 +98,7 @@ impl Trail {
     pub fn get(&self, source: &str, event_id: &str) -> Option<Vec<Fact>> {
         let key = name(source, event_id);
         let inner = self.inner.lock().ok()?;
-        inner
-            .events
-            .get(key.as_str())
-            .map(|(_, facts)| facts.clone())
+        inner.events.get(key.as_str()).cloned()
     }
 
     /// Up to `count` events received before `before`, newest first.
@@ -77,17 +106,22 @@ impl Trail {
         let Ok(inner) = self.inner.lock() else {
             return Vec::new();
         };
-        let upper: Option<(i64, Name)> =
-            before.map(|c| (c.received_ms, name(&c.source, &c.event_id).into()));
-        let range = match upper {
-            Some(k) => inner.order.range(..k),
-            None => inner.order.range(..),
+        let end = match before {
+            Some(c) => {
+                let upper = name(&c.source, &c.event_id);
+                inner
+                    .order
+                    .partition_point(|(at, key)| (*at, &**key) < (c.received_ms, upper.as_str()))
+            }
+            None => inner.order.len(),
         };
-        range
+        inner
+            .order
+            .range(..end)
             .rev()
             .take(count)
             .filter_map(|(at, key)| {
-                let (_, facts) = inner.events.get(key)?;
+                let facts = inner.events.get(key)?;
                 let (source, event_id) = parts(key);
                 Some(Stored {
                     source: source.to_owned(),
@@ -97,5 +131,98 @@ impl Trail {
                 })
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trail::State;
+
+    fn received(at: i64) -> Vec<Fact> {
+        vec![Fact::Received {
+            at,
+            replica: "r".into(),
+            event_type: None,
+            signed_at: None,
+            state: State::InFlight,
+            nonce_id: None,
+        }]
+    }
+
+    fn listed(trail: &Trail, before: Option<&Cursor>, count: usize) -> Vec<(i64, String)> {
+        trail
+            .scan(before, count)
+            .into_iter()
+            .map(|s| (s.received_ms, s.event_id))
+            .collect()
+    }
+
+    /// Arrivals a little out of order, and one far behind (a clock
+    /// stepped back), are listed newest first and dropped oldest first.
+    #[test]
+    fn events_are_kept_in_received_order_whatever_order_they_arrive_in() {
+        let trail = Trail::default();
+        let mut ats: Vec<i64> = (0..40).map(|n| 1_000 + n * 10).collect();
+        ats.swap(30, 31);
+        ats.swap(35, 38);
+        ats.push(1_005); // far behind the newest: past the linear steps
+        for at in &ats {
+            trail.append("s", &format!("e{at}"), received(*at), 100);
+        }
+        let got: Vec<i64> = listed(&trail, None, 100)
+            .iter()
+            .map(|(at, _)| *at)
+            .collect();
+        let mut want = ats.clone();
+        want.sort_unstable_by(|a, b| b.cmp(a));
+        assert_eq!(got, want);
+
+        // Beyond the bound the oldest go, wherever they arrived.
+        for n in 0..70 {
+            trail.append("s", &format!("late{n}"), received(2_000 + n), 100);
+        }
+        let kept = listed(&trail, None, 1_000);
+        assert_eq!(kept.len(), 100);
+        assert_eq!(kept.last().map(|(at, _)| *at), Some(1_100));
+        assert!(trail.get("s", "e1005").is_none(), "the oldest went");
+        assert!(trail.get("s", "e1390").is_some());
+    }
+
+    /// A cursor names the last event of a page; the next page starts
+    /// right after it, ties in time ordered by name.
+    #[test]
+    fn pages_follow_a_cursor_without_repeating_or_skipping() {
+        let trail = Trail::default();
+        for n in 0..25 {
+            trail.append("s", &format!("e{n:02}"), received(1_000 + n / 5), 100);
+        }
+        let mut seen = Vec::new();
+        let mut cursor: Option<Cursor> = None;
+        loop {
+            let page = trail.scan(cursor.as_ref(), 7);
+            let Some(last) = page.last() else { break };
+            cursor = Some(Cursor {
+                received_ms: last.received_ms,
+                source: last.source.clone(),
+                event_id: last.event_id.clone(),
+            });
+            seen.extend(page.into_iter().map(|s| s.event_id));
+        }
+        let want: Vec<String> = (0..25).rev().map(|n| format!("e{n:02}")).collect();
+        assert_eq!(seen, want);
+    }
+
+    /// Facts of an event held are appended to it; facts of an event not
+    /// held start nothing without its arrival.
+    #[test]
+    fn later_facts_join_their_event_and_never_start_one() {
+        let trail = Trail::default();
+        trail.append("s", "e1", received(1), 10);
+        trail.append("s", "e1", vec![Fact::Duplicate], 10);
+        trail.append("s", "e2", vec![Fact::Duplicate], 10);
+        assert_eq!(trail.get("s", "e1").map(|f| f.len()), Some(2));
+        assert!(trail.get("s", "e2").is_none());
+        assert_eq!(listed(&trail, None, 10).len(), 1);
     }
 }
