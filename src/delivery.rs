@@ -153,15 +153,15 @@ impl Attempted {
 /// An attempt as the trail records it, made now by this replica.
 pub fn trail_attempt(
     mode: trail::Mode,
-    outcome: &str,
+    outcome: &'static str,
     status: Option<u16>,
     elapsed: Duration,
 ) -> trail::Attempt {
     trail::Attempt {
         at: crate::time::now_ms(),
-        replica: trail::replica().to_owned(),
+        replica: trail::replica(),
         mode,
-        outcome: outcome.to_owned(),
+        outcome: outcome.into(),
         status,
         duration_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
     }

@@ -304,7 +304,7 @@ async fn deliver(
     // What the trail records of its arrival.
     let arrival = |state: trail::State| Fact::Received {
         at: claimed_at,
-        replica: trail::replica().to_owned(),
+        replica: trail::replica(),
         event_type: verified.event_type.clone(),
         signed_at: verified.timestamp,
         state,

@@ -13,6 +13,9 @@
 //! beside the event's own writes, and a failed one is logged, not counted as
 //! a store error (the event itself is not affected).
 
+use std::borrow::Cow;
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::time::now_ms;
@@ -81,12 +84,13 @@ pub enum Mode {
 pub struct Attempt {
     /// Unix ms.
     pub at: i64,
-    pub replica: String,
+    /// Shared by every fact this replica writes.
+    pub replica: Arc<str>,
     pub mode: Mode,
     /// The §3 outcome word: `forwarded` when the app answered (its status
     /// beside it), else `upstream_unavailable` or `upstream_timeout`; in
     /// every mode.
-    pub outcome: String,
+    pub outcome: Cow<'static, str>,
     /// The app's status, when it answered.
     pub status: Option<u16>,
     pub duration_ms: u64,
@@ -99,7 +103,7 @@ pub enum Fact {
     /// hookgate took the event (its nonce, or its enqueue).
     Received {
         at: i64,
-        replica: String,
+        replica: Arc<str>,
         event_type: Option<String>,
         /// The sender's signed timestamp (unix seconds), when signed.
         signed_at: Option<i64>,
@@ -238,7 +242,7 @@ impl Record {
                             event_type: event_type.clone(),
                             state: *state,
                             received_at: Some(rfc3339(*at)),
-                            replica: Some(replica.clone()),
+                            replica: Some(replica.to_string()),
                             signed_at: signed_at.map(|s| rfc3339(s.saturating_mul(1000))),
                             duplicates: 0,
                             attempts: Vec::new(),
@@ -262,9 +266,9 @@ impl Record {
                     let Some(r) = record.as_mut() else { continue };
                     r.attempts.push(AttemptView {
                         at: rfc3339(attempt.at),
-                        replica: attempt.replica.clone(),
+                        replica: attempt.replica.to_string(),
                         mode: attempt.mode,
-                        outcome: attempt.outcome.clone(),
+                        outcome: attempt.outcome.to_string(),
                         status: attempt.status,
                         duration_ms: attempt.duration_ms,
                     });
@@ -377,9 +381,9 @@ impl Filter {
 }
 
 /// This replica's name in the trail, read once: see [`replica_name`].
-pub fn replica() -> &'static str {
-    static NAME: std::sync::LazyLock<String> = std::sync::LazyLock::new(replica_name);
-    &NAME
+pub fn replica() -> Arc<str> {
+    static NAME: std::sync::LazyLock<Arc<str>> = std::sync::LazyLock::new(|| replica_name().into());
+    Arc::clone(&NAME)
 }
 
 /// This replica's name in the trail: `$HOOKGATE_REPLICA`, else the host name
@@ -423,7 +427,7 @@ pub fn received(
 ) -> Fact {
     Fact::Received {
         at: now_ms(),
-        replica: replica.to_owned(),
+        replica: replica.into(),
         event_type: event_type.map(str::to_owned),
         signed_at,
         state,
@@ -435,7 +439,7 @@ pub fn received(
 mod tests {
     use super::*;
 
-    fn attempt(outcome: &str, status: Option<u16>) -> Attempt {
+    fn attempt(outcome: &'static str, status: Option<u16>) -> Attempt {
         Attempt {
             at: 1_700_000_001_000,
             replica: "pod-a".into(),
