@@ -241,6 +241,9 @@ pub fn run(
     };
     // The trail's bound, as the latest trail write gave it.
     let mut trail_max = None;
+    if let Err(e) = recount_trail(&conn) {
+        tracing::warn!(error = %e, "sqlite: counting the trail failed");
+    }
     let mut last_purge = Instant::now();
     let mut unchecked = 0usize;
     let mut last_checkpoint = Instant::now();
@@ -442,15 +445,18 @@ fn run_batch(
         .map_err(failed)?;
     let now = now_ms();
     let mut out = Vec::with_capacity(batch.len());
-    let mut added = false;
+    let mut added = 0i64;
     for job in batch {
         let reply = apply(&tx, &job.op, now).map_err(failed)?;
         if let Some(t) = job.facts() {
-            added |= write_trail(&tx, t, now).map_err(failed)?;
+            added += i64::from(write_trail(&tx, t, now).map_err(failed)?);
         }
         out.push(Ok(reply));
     }
-    if let Some(max) = trail_max.filter(|_| added) {
+    if added > 0 {
+        count_trail(&tx, added).map_err(failed)?;
+    }
+    if let Some(max) = trail_max.filter(|_| added > 0) {
         // The trim's own failure loses no op: the trail is trimmed later.
         if let Err(e) = trim_trail(&tx, max) {
             tracing::warn!(error = %e, "sqlite: trimming the trail failed");
@@ -512,6 +518,23 @@ fn write_trail(tx: &Transaction<'_>, t: &TrailWrite, now: i64) -> rusqlite::Resu
     Ok(false)
 }
 
+/// Adds `n` to the events `trail_size` says the trail holds.
+fn count_trail(conn: &Connection, n: i64) -> rusqlite::Result<()> {
+    conn.prepare_cached("UPDATE trail_size SET events = events + ?1")?
+        .execute(params![n])
+        .map(drop)
+}
+
+/// Sets `trail_size` to the rows `events` holds, counting them (once, when
+/// a writer opens the file).
+fn recount_trail(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute(
+        "UPDATE trail_size SET events = (SELECT count(*) FROM events)",
+        [],
+    )
+    .map(drop)
+}
+
 /// Deletes the oldest events of the trail beyond `max`, at most
 /// [`PURGE_LIMIT`] (`trail_size` says how many it holds).
 fn trim_trail(conn: &Connection, max: usize) -> rusqlite::Result<()> {
@@ -522,12 +545,19 @@ fn trim_trail(conn: &Connection, max: usize) -> rusqlite::Result<()> {
     if over <= 0 {
         return Ok(());
     }
-    conn.prepare_cached(
-        "DELETE FROM events WHERE (source, event_id) IN \
-         (SELECT source, event_id FROM events ORDER BY received_ms, source, event_id LIMIT ?1)",
-    )?
-    .execute(params![over.min(PURGE_LIMIT)])
-    .map(drop)
+    let asked = over.min(PURGE_LIMIT);
+    let gone = conn
+        .prepare_cached(
+            "DELETE FROM events WHERE (source, event_id) IN \
+             (SELECT source, event_id FROM events ORDER BY received_ms, source, event_id LIMIT ?1)",
+        )?
+        .execute(params![asked])?;
+    let gone = i64::try_from(gone).unwrap_or(i64::MAX);
+    if gone < asked {
+        // Fewer rows than counted (deleted by hand): a small table to count.
+        return recount_trail(conn);
+    }
+    count_trail(conn, -gone)
 }
 
 /// The query for the expiry of `t`'s lease on `(source, id)`.
@@ -911,6 +941,68 @@ mod tests {
         (jobs, writer)
     }
 
+    /// Commits events `e{n:03}` for `ids` with a trail bound of `max`, waits
+    /// for every answer, then for one more op's (it comes after the trim
+    /// that followed their batches).
+    fn commit_all(jobs: &Sender<Job>, ids: std::ops::Range<usize>, max: usize) {
+        let answers: Vec<_> = ids
+            .map(|i| commit_noting(jobs, &format!("e{i:03}"), Some(max)))
+            .collect();
+        for answer in answers {
+            assert!(matches!(answer.blocking_recv(), Ok(Ok(Reply::Done))));
+        }
+        let (reply, answer) = oneshot::channel();
+        jobs.send(Job {
+            op: Op::Ping,
+            trail: None,
+            reply,
+        })
+        .expect("writer running");
+        assert!(matches!(answer.blocking_recv(), Ok(Ok(Reply::Done))));
+    }
+
+    fn trail_rows(path: &Path) -> (i64, i64) {
+        let reader = Connection::open(path).expect("read");
+        let rows = reader
+            .query_row("SELECT count(*) FROM events", [], |r| r.get(0))
+            .expect("count");
+        let size = reader
+            .query_row("SELECT events FROM trail_size", [], |r| r.get(0))
+            .expect("size");
+        (rows, size)
+    }
+
+    /// Rows an operator deletes by hand are not in `trail_size` until a
+    /// writer opens the file again; then the trail fills back to its bound.
+    #[test]
+    fn a_trail_thinned_by_hand_is_counted_again_when_a_writer_opens_the_file() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("t.db");
+        let (jobs, writer) = start(dir.path(), Sync::Normal);
+        commit_all(&jobs, 0..150, 100);
+        assert_eq!(trail_rows(&path), (100, 100));
+        drop(jobs);
+        writer.join().expect("writer thread");
+
+        Connection::open(&path)
+            .expect("open")
+            .execute("DELETE FROM events WHERE event_id < 'e110'", [])
+            .expect("delete by hand");
+        assert_eq!(trail_rows(&path), (40, 100), "the count does not see it");
+
+        let (jobs, writer) = start(dir.path(), Sync::Normal);
+        commit_all(&jobs, 150..200, 100);
+        assert_eq!(
+            trail_rows(&path),
+            (90, 90),
+            "nothing trimmed below the bound"
+        );
+        commit_all(&jobs, 200..230, 100);
+        assert_eq!(trail_rows(&path), (100, 100));
+        drop(jobs);
+        writer.join().expect("writer thread");
+    }
+
     /// With `sync = "full"` SQLite's own checkpoints are off: the writer's
     /// copy the WAL into the file within CHECKPOINT_EVERY of a commit, and
     /// a commit is answered once the WAL is synced.
@@ -946,23 +1038,8 @@ mod tests {
         let path = dir.path().join("t.db");
         let (jobs, writer) = start(dir.path(), Sync::Normal);
         for round in 0..6 {
-            let answers: Vec<_> = (0..50)
-                .map(|i| commit_noting(&jobs, &format!("e{:03}", round * 50 + i), Some(100)))
-                .collect();
-            for answer in answers {
-                assert!(matches!(answer.blocking_recv(), Ok(Ok(Reply::Done))));
-            }
+            commit_all(&jobs, round * 50..round * 50 + 50, 100);
         }
-        // A last op: its answer comes after the trim that followed the
-        // batches before it.
-        let (reply, answer) = oneshot::channel();
-        jobs.send(Job {
-            op: Op::Ping,
-            trail: None,
-            reply,
-        })
-        .expect("writer running");
-        assert!(matches!(answer.blocking_recv(), Ok(Ok(Reply::Done))));
         let reader = Connection::open(&path).expect("read");
         let (held, oldest): (i64, String) = reader
             .query_row("SELECT count(*), min(event_id) FROM events", [], |r| {
