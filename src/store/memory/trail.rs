@@ -10,8 +10,9 @@ use crate::trail::{Cursor, Fact, Stored};
 /// `(source, event_id)` pairs do.
 type Name = Arc<str>;
 
-/// Linear steps from the newest end before an insert looks its place up
-/// by halves (a clock stepped back puts arrivals far from the end).
+/// How far from the newest end an arrival is placed by its received time;
+/// one that sorts further back (a clock stepped back) is placed last, just
+/// after the newest, so an insert never moves more than this many entries.
 const NEAR_THE_END: usize = 16;
 
 fn name(source: &str, event_id: &str) -> String {
@@ -42,25 +43,29 @@ pub struct Trail {
 struct Inner {
     events: HashMap<Name, Vec<Fact>, foldhash::fast::RandomState>,
     /// `(received_ms, name)`, ascending: the order events are listed and
-    /// dropped in. Arrivals come near the newest end, so a ring of them
-    /// takes an insert at its back and a drop at its front.
+    /// dropped in, and the time a cursor names. Arrivals come near the
+    /// newest end, so a ring of them takes an insert at its back and a
+    /// drop at its front. The time is the `Received` fact's, except for an
+    /// arrival placed last ([`NEAR_THE_END`]): the newest time plus 1 ms
+    /// (its facts keep the time it came with).
     order: VecDeque<(i64, Name)>,
     /// The name being looked up, built here so a lookup allocates nothing.
     scratch: String,
 }
 
 impl Inner {
-    /// Where `(at, key)` goes in `order`.
-    fn place(&self, at: i64, key: &str) -> usize {
-        let after = |(held_at, held): &(i64, Name)| (*held_at, &**held) <= (at, key);
+    /// Where an event received at `at` goes in `order`, and the time it is
+    /// ordered by.
+    fn place(&self, at: i64, key: &str) -> (usize, i64) {
         let mut pos = self.order.len();
         for _ in 0..NEAR_THE_END {
             match pos.checked_sub(1).and_then(|p| self.order.get(p)) {
-                Some(held) if !after(held) => pos -= 1,
-                _ => return pos,
+                Some((held_at, held)) if (*held_at, &**held) > (at, key) => pos -= 1,
+                _ => return (pos, at),
             }
         }
-        self.order.partition_point(after)
+        let newest = self.order.back().map_or(at, |(newest, _)| *newest);
+        (self.order.len(), newest.saturating_add(1))
     }
 }
 
@@ -83,7 +88,7 @@ impl Trail {
         }) else {
             return;
         };
-        let pos = inner.place(at, &inner.scratch);
+        let (pos, at) = inner.place(at, &inner.scratch);
         let key: Name = Arc::from(inner.scratch.as_str());
         inner.order.insert(pos, (at, Arc::clone(&key)));
         inner.events.insert(key, facts);
@@ -158,15 +163,15 @@ mod tests {
             .collect()
     }
 
-    /// Arrivals a little out of order, and one far behind (a clock
-    /// stepped back), are listed newest first and dropped oldest first.
+    /// Arrivals a little out of order are listed by their received time,
+    /// newest first, and dropped oldest first.
     #[test]
     fn events_are_kept_in_received_order_whatever_order_they_arrive_in() {
         let trail = Trail::default();
         let mut ats: Vec<i64> = (0..40).map(|n| 1_000 + n * 10).collect();
         ats.swap(30, 31);
         ats.swap(35, 38);
-        ats.push(1_005); // far behind the newest: past the linear steps
+        ats.swap(20, 34); // 14 places behind: still placed by its time
         for at in &ats {
             trail.append("s", &format!("e{at}"), received(*at), 100);
         }
@@ -185,10 +190,29 @@ mod tests {
         let kept = listed(&trail, None, 1_000);
         assert_eq!(kept.len(), 100);
         assert_eq!(kept.last().map(|(at, _)| *at), Some(1_100));
-        assert!(trail.get("s", "e1005").is_none(), "the oldest went");
+        assert!(trail.get("s", "e1090").is_none(), "the oldest went");
         assert!(trail.get("s", "e1390").is_some());
     }
 
+    /// An arrival far behind the newest (a clock stepped back) is placed
+    /// last, ordered 1 ms after the newest, and its facts keep its time.
+    #[test]
+    fn an_arrival_far_behind_the_newest_is_placed_last() {
+        let trail = Trail::default();
+        for n in 0..40 {
+            trail.append("s", &format!("e{n:02}"), received(10_000 + n), 100);
+        }
+        trail.append("s", "stepped", received(5_000), 100);
+        trail.append("s", "after", received(5_001), 100);
+        let want: Vec<(i64, String)> = vec![
+            (10_041, "after".into()),
+            (10_040, "stepped".into()),
+            (10_039, "e39".into()),
+        ];
+        assert_eq!(listed(&trail, None, 3), want);
+        let facts = trail.get("s", "stepped").expect("held");
+        assert!(matches!(facts[0], Fact::Received { at: 5_000, .. }));
+    }
     /// A cursor names the last event of a page; the next page starts
     /// right after it, ties in time ordered by name.
     #[test]
