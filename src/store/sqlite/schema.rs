@@ -203,11 +203,20 @@ mod tests {
         assert_eq!(migrate(&mut conn).expect("again"), VERSION);
     }
 
+    /// A file as a hookgate of schema `version` left it.
+    fn file_at(version: usize) -> Connection {
+        let conn = Connection::open_in_memory().expect("open");
+        for step in &STEPS[..version] {
+            conn.execute_batch(step).expect("older steps");
+        }
+        conn.pragma_update(None, "user_version", version as i64)
+            .expect("set");
+        conn
+    }
+
     #[test]
     fn a_version_1_file_is_migrated_keeping_its_rows() {
-        let mut conn = Connection::open_in_memory().expect("open");
-        conn.execute_batch(STEPS[0]).expect("version 1");
-        conn.pragma_update(None, "user_version", 1).expect("set");
+        let mut conn = file_at(1);
         conn.execute("INSERT INTO nonces VALUES ('s', 'e', 'done', NULL, 9)", [])
             .expect("row");
         assert_eq!(migrate(&mut conn).expect("migrate"), 1);
@@ -226,11 +235,7 @@ mod tests {
     /// A file of version 3 gets `trail_size` counting the trail it holds.
     #[test]
     fn the_trail_size_counts_what_an_older_file_held() {
-        let mut conn = Connection::open_in_memory().expect("open");
-        for step in &STEPS[..3] {
-            conn.execute_batch(step).expect("older steps");
-        }
-        conn.pragma_update(None, "user_version", 3).expect("set");
+        let mut conn = file_at(3);
         for id in ["a", "b", "c"] {
             conn.execute(
                 "INSERT INTO events VALUES ('s', ?1, NULL, 'delivered', 1, '')",
