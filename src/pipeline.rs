@@ -360,7 +360,13 @@ async fn deliver(
                 let note = steps.note_of(&event, facts);
                 commit_behind(state, nonce, runtime.config.store.nonce_ttl, &event, note).await;
             } else if steps.commit(&event, &nonce, facts).await.is_err() {
-                retry_commit(state, nonce, runtime.config.store.nonce_ttl, &source.name);
+                retry_commit(
+                    state,
+                    nonce,
+                    runtime.config.store.nonce_ttl,
+                    source.name.clone(),
+                    event.event_id.to_owned(),
+                );
             }
             if let Some(ts) = verified.timestamp {
                 state
@@ -513,7 +519,7 @@ async fn commit_behind(
         if let Err(e) = owned.store.commit(nonce.key(), ttl, note).await {
             owned.metrics.store_errors.inc();
             tracing::warn!(source = %source, event_id = %event_id, error = %e, "nonce commit failed");
-            retry_commit(&owned, nonce, ttl, &source);
+            retry_commit(&owned, nonce, ttl, source, event_id);
         }
     });
     let done = std::future::poll_fn(|cx| Poll::Ready(commit.as_mut().poll(cx).is_ready())).await;
@@ -530,16 +536,15 @@ async fn commit_behind(
 /// expires is forwarded again.
 /// Safe at any time: the app accepted the event, so `done` is true whoever
 /// holds the key by then (see [`crate::store::Store::commit`]).
-fn retry_commit(state: &Arc<State>, nonce: Lease, ttl: Duration, source: &str) {
+fn retry_commit(state: &Arc<State>, nonce: Lease, ttl: Duration, source: String, event_id: String) {
     let state = Arc::clone(state);
-    let source = source.to_owned();
     tokio::spawn(async move {
         let deadline = tokio::time::Instant::now() + COMMIT_RETRY_FOR;
         while tokio::time::Instant::now() < deadline {
             tokio::time::sleep(COMMIT_RETRY_EVERY).await;
             match state.store.commit(nonce.key(), ttl, None).await {
                 Ok(()) => {
-                    tracing::info!(source = %source, "nonce committed on retry");
+                    tracing::info!(source = %source, event_id = %event_id, "nonce committed on retry");
                     return;
                 }
                 Err(_) => {
@@ -547,7 +552,7 @@ fn retry_commit(state: &Arc<State>, nonce: Lease, ttl: Duration, source: &str) {
                 }
             }
         }
-        tracing::warn!(source = %source, "nonce commit given up: a retry may be forwarded again");
+        tracing::warn!(source = %source, event_id = %event_id, "nonce commit given up: a retry may be forwarded again");
     });
 }
 

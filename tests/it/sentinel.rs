@@ -245,6 +245,25 @@ async fn a_commit_no_replica_acknowledges_keeps_the_apps_2xx_and_is_counted() {
     let _replica = RedisServer::start_replica_of(redis.port(), None);
     tokio::task::block_in_place(|| redis.wait_replicas(1));
     send_until_forwarded(&gate, &stripe, "evt_replicated").await;
+    // A commit that failed is retried in the background, and each retry
+    // that times out is counted: every one of them lands first.
+    eventually("every failed commit committed on retry", || async {
+        let lines = gate.log_lines();
+        let failed = |l: &serde_json::Value| l["message"] == "nonce commit failed";
+        let landed = |l: &serde_json::Value| l["message"] == "nonce committed on retry";
+        let pending: Vec<String> = lines
+            .iter()
+            .filter(|l| failed(l))
+            .filter(|f| {
+                !lines
+                    .iter()
+                    .any(|l| landed(l) && l["event_id"] == f["event_id"])
+            })
+            .map(|f| f["event_id"].to_string())
+            .collect();
+        pending.is_empty().then_some(()).ok_or(pending.join(", "))
+    })
+    .await;
     let before = replication_timeouts(
         &Metrics::parse(&gate.admin_get("/metrics").await.text()),
         "commit",
