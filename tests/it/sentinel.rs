@@ -222,7 +222,7 @@ async fn a_commit_no_replica_acknowledges_keeps_the_apps_2xx_and_is_counted() {
     let gate = ConfigBuilder::new(&upstream.url())
         .redis(&redis.url())
         .store_key("min_replicas = 1")
-        .store_key(r#"replica_timeout = "100ms""#)
+        .store_key(r#"replica_timeout = "500ms""#)
         .source(stripe.clone())
         .start()
         .await;
