@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The stores side by side on loopback: fresh events in forward mode on
 # hookgate + memory, + Redis (the reference) and + sqlite (sync = "full"),
+# and + a second Redis that fsyncs every write before answering
+# (`appendfsync always`, the promise sqlite's `sync = "full"` keeps),
 # each with the event trail off and on; queue-mode acknowledgements on
 # sqlite (sync = "full") with the group commit's batch size and fsync time
 # under that load; then, with each trail full, the time to find one event by
@@ -75,7 +77,7 @@ wait_port() {
   done
   echo "bench: nothing listens on $1" >&2; return 1
 }
-APP_PORT=$(free_port); REDIS_PORT=$(free_port)
+APP_PORT=$(free_port); REDIS_PORT=$(free_port); AOF_PORT=$(free_port)
 
 mkdir -p "$WORK/app"
 cat > "$WORK/app/nginx.conf" <<CONF
@@ -97,16 +99,25 @@ taskset -c "$SERVER_CPU" redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --sa
   --dir "$WORK" --logfile "$WORK/redis.log" &
 REDIS_PID=$!
 PIDS+=($!)
-wait_port "$APP_PORT"; wait_port "$REDIS_PORT"
+# The same promise as sqlite's `sync = "full"`: every write fsynced before
+# its answer (Redis fsyncs the append-only file once per event-loop pass,
+# before it replies to the commands of that pass).
+mkdir -p "$WORK/aof"
+taskset -c "$SERVER_CPU" redis-server --bind 127.0.0.1 --port "$AOF_PORT" --save "" --appendonly yes \
+  --appendfsync always --dir "$WORK/aof" --logfile "$WORK/redis-aof.log" &
+AOF_PID=$!
+PIDS+=($!)
+wait_port "$APP_PORT"; wait_port "$REDIS_PORT"; wait_port "$AOF_PORT"
 
 # Variants: [store] lines, source lines, trail bound.
 declare -A PORT ADMIN STORE EXTRA TRAIL HG_PID
 # shellcheck disable=SC2206 # a list of words on purpose
-VARIANTS=(${VARIANTS:-memory memory-trail redis redis-trail sqlite sqlite-trail queue-trail})
+VARIANTS=(${VARIANTS:-memory memory-trail redis redis-trail redis-aof redis-aof-trail sqlite sqlite-trail queue-trail})
 for v in "${VARIANTS[@]}"; do
   PORT[$v]=$(free_port); ADMIN[$v]=$(free_port); EXTRA[$v]=""
   case $v in
     memory*) STORE[$v]=$'kind = "memory"\nmemory_max_entries = 4000000' ;;
+    redis-aof*) STORE[$v]="kind = \"redis\""$'\n'"url = \"redis://127.0.0.1:$AOF_PORT\"" ;;
     redis*) STORE[$v]="kind = \"redis\""$'\n'"url = \"redis://127.0.0.1:$REDIS_PORT\"" ;;
     *) STORE[$v]="kind = \"sqlite\""$'\n'"path = \"$WORK/$v.db\""$'\n'"sync = \"full\"" ;;
   esac
@@ -137,6 +148,7 @@ done
 start() {
   rm -f "$WORK/$1.db" "$WORK/$1.db-wal" "$WORK/$1.db-shm"
   redis-cli -p "$REDIS_PORT" flushall >/dev/null
+  redis-cli -p "$AOF_PORT" flushall >/dev/null
   taskset -c "$SERVER_CPU" "$HOOKGATE_BIN" run --config "$WORK/$1.toml" >>"$WORK/$1.log" 2>&1 &
   HG_PID[$1]=$!
   PIDS+=($!)
@@ -166,7 +178,9 @@ ticks() { # pid [thread name] -> CPU clock ticks (user + system) of its threads 
   done | awk '{s += $1} END {print s + 0}'
 }
 cpu() { # variant -> "main writer syncer redis" ticks now
-  echo "$(ticks "${HG_PID[$1]}" hookgate) $(ticks "${HG_PID[$1]}" sqlite-writer) $(ticks "${HG_PID[$1]}" sqlite-syncer) $(ticks "$REDIS_PID")"
+  local redis=$REDIS_PID
+  case $1 in redis-aof*) redis=$AOF_PID ;; esac
+  echo "$(ticks "${HG_PID[$1]}" hookgate) $(ticks "${HG_PID[$1]}" sqlite-writer) $(ticks "${HG_PID[$1]}" sqlite-syncer) $(ticks "$redis")"
 }
 load() { # variant seconds [pool [skip]] -> RESULT line
   local pool=${3:-pool}
@@ -267,12 +281,18 @@ def same_trail_redis(v):
 labels = {
     "memory": "memory, trail off", "memory-trail": "memory, trail on",
     "redis": "Redis, trail off", "redis-trail": "Redis, trail on (the reference)",
+    "redis-aof": "Redis, appendfsync always, trail off",
+    "redis-aof-trail": "Redis, appendfsync always, trail on",
     "sqlite": "sqlite (full), trail off", "sqlite-trail": "sqlite (full), trail on",
     "queue-trail": "sqlite (full), queue acknowledgements, trail on",
 }
 print()
-print("| hookgate + store | answered / s (median) | vs hookgate + Redis, same trail | p99 (µs) | writes per group commit | WAL fdatasync (ms, mean) |")
-print("|---|---|---|---|---|---|")
+print("| hookgate + store | answered / s (median) | vs hookgate + Redis, same trail | vs Redis with appendfsync always, same trail | p99 (µs) | writes per group commit | WAL fdatasync (ms, mean) |")
+print("|---|---|---|---|---|---|---|")
+def versus(v, ref):
+    if ref not in rows:
+        return "—"
+    return f"{statistics.median(rate(a) / rate(b) for a, b in zip(rows[v], rows[ref])):.2f}×"
 for v in labels:
     if v not in rows:
         continue
@@ -281,8 +301,9 @@ for v in labels:
     b = f"{med(v, per):.1f}" if sq else "—"
     f = f"{med(v, fs):.2f}" if sq else "—"
     ref = same_trail_redis(v)
-    ratio = f"{statistics.median(rate(a) / rate(b) for a, b in zip(rows[v], rows[ref])):.2f}×" if ref in rows else "—"
-    print(f"| {labels[v]} | {r:,.0f} | {ratio} | {med(v, lambda kv: num(kv, 'p99_us')):,.0f} | {b} | {f} |")
+    aof = ref.replace("redis", "redis-aof")
+    print(f"| {labels[v]} | {r:,.0f} | {versus(v, ref)} | {versus(v, aof)} | "
+          f"{med(v, lambda kv: num(kv, 'p99_us')):,.0f} | {b} | {f} |")
 tick_us = 1e6 / int(sys.argv[3])
 def cpu(v, k):
     return med(v, lambda kv: num(kv, "ticks_" + k) * tick_us / num(kv, "ok") if num(kv, "ok") else 0.0)
@@ -296,7 +317,7 @@ for v in labels:
 print()
 print("| store | fresh events / s, trail on ÷ trail off (medians) | the same, round by round: median | lowest | highest |")
 print("|---|---|---|---|---|")
-for base in ["memory", "redis", "sqlite"]:
+for base in ["memory", "redis", "redis-aof", "sqlite"]:
     if base in rows and base + "-trail" in rows:
         # Each round runs the two seconds apart: their ratio cancels most
         # of the machine's drift between rounds.
