@@ -280,7 +280,7 @@ impl Config {
             return Err(Error(problems));
         };
         let mut c = Check {
-            src,
+            lines: raw::Lines::of(src),
             secrets,
             problems,
             poisoned: parsed.poisoned,

@@ -17,7 +17,7 @@ use crate::allow::{self, Ranges};
 use crate::secret::Secret;
 
 pub(super) struct Check<'a> {
-    pub(super) src: &'a str,
+    pub(super) lines: raw::Lines,
     pub(super) secrets: &'a dyn SecretSource,
     pub(super) problems: Vec<Problem>,
     /// Fields whose value was refused while deserializing.
@@ -35,7 +35,7 @@ impl Check<'_> {
         message: impl Into<String>,
     ) {
         self.problems.push(Problem {
-            line: span.map(|s| raw::line_of(self.src, s.start)),
+            line: span.map(|s| self.lines.line(s.start)),
             field: field.to_owned(),
             message: message.into(),
         });

@@ -382,12 +382,32 @@ impl<'de> Deserialize<'de> for RawLocator {
 
 /// 1-based line of a byte offset in `src`.
 pub(super) fn line_of(src: &str, offset: usize) -> usize {
-    let end = offset.min(src.len());
-    src.as_bytes()[..end]
-        .iter()
-        .filter(|b| **b == b'\n')
-        .count()
-        + 1
+    Lines::of(src).line(offset)
+}
+
+/// Where each line of a config file starts, found once, so the line of
+/// any offset is a binary search: a config of n sources is checked in
+/// O(n log n), not by counting newlines from the top for each problem.
+pub(super) struct Lines {
+    /// Byte offsets just past each `\n`, ascending.
+    starts: Vec<usize>,
+}
+
+impl Lines {
+    pub(super) fn of(src: &str) -> Lines {
+        let starts = src
+            .bytes()
+            .enumerate()
+            .filter(|(_, b)| *b == b'\n')
+            .map(|(i, _)| i + 1)
+            .collect();
+        Lines { starts }
+    }
+
+    /// 1-based line of a byte offset.
+    pub(super) fn line(&self, offset: usize) -> usize {
+        self.starts.partition_point(|start| *start <= offset) + 1
+    }
 }
 
 /// How a `[[source]]` is named in problems: by its name when it has one,

@@ -174,7 +174,7 @@ pub(super) fn build_sources(
             .required(&r.name, table.clone(), &name_field)
             .and_then(|v| source_name(c, v, &name_field));
         if let (Some(n), Some(v)) = (&name, &r.name) {
-            let line = raw::line_of(c.src, v.span().start);
+            let line = c.lines.line(v.span().start);
             match names.get(n) {
                 Some(first) => {
                     c.at(
@@ -216,7 +216,7 @@ pub(super) fn build_sources(
                     None
                 }
                 None => {
-                    let line = raw::line_of(c.src, v.span().start);
+                    let line = c.lines.line(v.span().start);
                     paths.insert(p.to_ascii_lowercase(), (label.clone(), line));
                     Some(p)
                 }

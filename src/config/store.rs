@@ -9,7 +9,7 @@ use std::time::Duration;
 use toml::Spanned;
 
 use super::check::{Check, resolve_secret};
-use super::raw::{self, RawSecret, RawStore};
+use super::raw::{RawSecret, RawStore};
 use crate::secret::Secret;
 pub use crate::store::sqlite::Sync;
 
@@ -298,7 +298,7 @@ pub(super) fn build_store(c: &mut Check<'_>, raw: Option<&Spanned<RawStore>>) ->
             replica_timeout,
             master_line: r
                 .and_then(|r| r.master.as_ref())
-                .map(|m| raw::line_of(c.src, m.span().start)),
+                .map(|m| c.lines.line(m.span().start)),
         }),
         _ => None,
     };
