@@ -317,6 +317,17 @@ impl<'a> Steps<'a> {
         );
     }
 
+    /// Counts a `200 duplicate` answered for `event`, never waiting for a
+    /// write ([`Store::trail_duplicate`]).
+    pub fn duplicate(&self, event: &Event<'_>) {
+        self.store.trail_duplicate(
+            self.prefix(),
+            event.source,
+            event.event_id,
+            self.config.admin.trail_max_events,
+        );
+    }
+
     /// [`Steps::note`], waiting for the write.
     pub async fn note_now(&self, event: &Event<'_>, facts: Vec<Fact>) {
         if let Err(e) = self

@@ -33,9 +33,7 @@ pub async fn list(store: &Store, config: &Config, filter: &Filter) -> Result<Pag
                 source: stored.source.clone(),
                 event_id: stored.event_id.clone(),
             });
-            let Some(record) = Record::fold(&stored.source, &stored.event_id, &stored.facts) else {
-                continue;
-            };
+            let record = stored.summary.record(&stored.source, &stored.event_id);
             if filter.matches(&record) {
                 events.push(record);
                 if events.len() == limit {
@@ -77,12 +75,10 @@ pub async fn show(
     event_id: &str,
 ) -> Result<Option<Shown>, store::Error> {
     let prefix = &config.store.key_prefix;
-    let Some(facts) = store.trail_get(prefix, source, event_id).await? else {
+    let Some(summary) = store.trail_get(prefix, source, event_id).await? else {
         return Ok(None);
     };
-    let Some(record) = Record::fold(source, event_id, &facts) else {
-        return Ok(None);
-    };
+    let record = summary.record(source, event_id);
     let nonce_key = keys::nonce_key(prefix, source, &record.nonce_id);
     let (nonce, nonce_expires_at) = match store.peek(&nonce_key).await? {
         Some((Claim::Done, left)) => ("done", Some(left)),

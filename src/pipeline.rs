@@ -234,7 +234,7 @@ async fn deliver(
     let nonce = match steps.claim(&event).await {
         Ok(Claimed::Fresh(nonce)) => nonce,
         Ok(Claimed::Done) => {
-            steps.note(&event, vec![Fact::Duplicate]);
+            steps.duplicate(&event);
             let outcome = Outcome::Duplicate {
                 event_id: event_id.into_owned(),
             };

@@ -195,10 +195,7 @@ impl Router {
                 continue;
             }
             router.longest = router.longest.max(path.len());
-            router
-                .by_path
-                .entry(path.to_ascii_lowercase())
-                .or_insert(i);
+            router.by_path.entry(path.to_ascii_lowercase()).or_insert(i);
         }
         router
     }

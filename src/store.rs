@@ -523,6 +523,21 @@ impl Store {
         }
     }
 
+    /// Counts one `200 duplicate` answered for an event, without a write of
+    /// its own: in place on memory, through the engine's tally on the
+    /// durable engines (DESIGN §7a: a duplicate is a count).
+    pub fn trail_duplicate(&self, prefix: &str, source: &str, event_id: &str, max: usize) {
+        if max == 0 {
+            return;
+        }
+        let now = crate::time::now_ms();
+        match self {
+            Store::Memory(m) => m.trail.duplicate(source, event_id, now),
+            Store::Sqlite(s) => s.trail_duplicate(prefix, source, event_id, max, now),
+            Store::Redis(r) => r.trail_duplicate(prefix, source, event_id, max, now),
+        }
+    }
+
     /// [`Store::trail_note`], waiting for the write (a command that exits
     /// right after, such as `hookgate dlq replay`).
     pub async fn trail_write(
@@ -546,13 +561,13 @@ impl Store {
         }
     }
 
-    /// An event's facts, oldest first; `None` when the trail holds none.
+    /// An event as the trail holds it; `None` when it holds none.
     pub async fn trail_get(
         &self,
         prefix: &str,
         source: &str,
         event_id: &str,
-    ) -> Result<Option<Vec<Fact>>, Error> {
+    ) -> Result<Option<crate::trail::Summary>, Error> {
         match self {
             Store::Memory(m) => Ok(m.trail.get(source, event_id)),
             Store::Sqlite(s) => s.trail_get(source, event_id).await,

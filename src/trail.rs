@@ -1,17 +1,28 @@
 //! The event trail (DESIGN §7a): what happened to each verified event.
 //!
-//! A trail is a list of [`Fact`]s per `(source, event id)`: received,
-//! each attempt at the app, each duplicate answered, a dead letter written.
-//! Engines only append facts and hand them back (the memory store in the
-//! process, the sqlite `events` table, Redis lists); the [`Record`] an
-//! operator reads, its state included, is folded from them here, once for
-//! every engine. Bodies are never in the trail, and nothing is recorded for a
-//! rejected request: only events that passed verification and took their
-//! nonce (or were answered as duplicates of one).
+//! Engines append [`Fact`]s per `(source, event id)`: received, each
+//! attempt at the app, duplicates answered, a dead letter written. What an
+//! operator reads, its state included, is a [`Summary`] folded from them
+//! here, once for every engine, and shown as a [`Record`]. Bodies are never
+//! in the trail, and nothing is recorded for a rejected request: only events
+//! that passed verification and took their nonce (or were answered as
+//! duplicates of one).
+//!
+//! An event's record is bounded whatever senders and operators do: a
+//! [`Summary`] keeps the first [`FIRST_ATTEMPTS`] and the last
+//! [`LAST_ATTEMPTS`] attempts with a count of those between, and duplicates
+//! as a count with the times of the first and the last. The memory engine
+//! keeps the summary itself; the engines that keep text append facts as
+//! JSON lines and fold them into one `summary` line ([`compact`]) once the
+//! text passes [`COMPACT_BYTES`], so appending stays cheap and the text
+//! stays within a few KiB. Duplicates reach the durable engines through a
+//! [`tally::Tally`], one fact per event per flush however many copies came.
 //!
 //! Trail writes are best effort and never hold up an answer: they go out
 //! beside the event's own writes, and a failed one is logged, not counted as
 //! a store error (the event itself is not affected).
+
+pub mod tally;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -25,6 +36,14 @@ pub const DEFAULT_MAX_EVENTS: usize = 100_000;
 /// Records per page of `GET /events` by default, and at most.
 pub const DEFAULT_LIMIT: usize = 50;
 pub const MAX_LIMIT: usize = 1000;
+/// Attempts an event keeps from its start, and from its end.
+pub const FIRST_ATTEMPTS: usize = 10;
+pub const LAST_ATTEMPTS: usize = 40;
+/// An event's stored text longer than this is folded into one `summary`
+/// line. The longest summary (fifty attempts with long replica names) is
+/// under half of it, so a fold happens at most once per this many bytes
+/// appended.
+pub const COMPACT_BYTES: usize = 16 * 1024;
 
 /// Where an event is now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -122,8 +141,14 @@ pub enum Fact {
         next_attempt_at: Option<i64>,
         dead_letter_id: Option<String>,
     },
-    /// A sender's copy answered `200 duplicate`.
+    /// A sender's copy answered `200 duplicate` (one fact per copy: as
+    /// earlier versions wrote them; still read).
     Duplicate,
+    /// `count` copies answered `200 duplicate`, the first and the last at
+    /// these times (unix ms).
+    Duplicates { count: u64, first: i64, last: i64 },
+    /// Everything known of the event up to here, folded ([`compact`]).
+    Summary(Box<Summary>),
     /// Copied to the dead letters outside an attempt (forward mode's third
     /// failure in a row).
     DeadLettered { dead_letter_id: String },
@@ -142,7 +167,13 @@ pub struct Record {
     pub replica: Option<String>,
     pub signed_at: Option<String>,
     pub duplicates: u64,
+    /// RFC 3339 times of the first and the last duplicate answered.
+    pub first_duplicate_at: Option<String>,
+    pub last_duplicate_at: Option<String>,
+    /// The first [`FIRST_ATTEMPTS`] attempts, then the last
+    /// [`LAST_ATTEMPTS`]; `attempts_omitted` were between them.
     pub attempts: Vec<AttemptView>,
+    pub attempts_omitted: u64,
     pub next_attempt_at: Option<String>,
     pub dead_letter_id: Option<String>,
     /// Unix ms of `received_at`, for ordering (not serialized).
@@ -200,6 +231,7 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 /// them all again.
 pub fn next_state(current: Option<State>, fact: &Fact) -> Option<State> {
     match (current, fact) {
+        (_, Fact::Summary(summary)) => Some(summary.state),
         (None, Fact::Received { state, .. }) => Some(*state),
         (None, _) => None,
         // A sender's retry taken afresh after a release; a dead letter
@@ -216,90 +248,185 @@ pub fn next_state(current: Option<State>, fact: &Fact) -> Option<State> {
         (Some(_), Fact::Attempted { state, .. }) => Some(*state),
         (Some(State::Delivered), Fact::DeadLettered { .. }) => Some(State::Delivered),
         (Some(_), Fact::DeadLettered { .. }) => Some(State::DeadLetter),
-        (Some(s), Fact::Duplicate) => Some(s),
+        (Some(s), Fact::Duplicate | Fact::Duplicates { .. }) => Some(s),
+    }
+}
+
+/// An event folded from its facts, bounded (module docs): what engines
+/// keep when they fold, and what a [`Record`] is made from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Unix ms of the first `Received`.
+    pub at: i64,
+    pub replica: Arc<str>,
+    pub event_type: Option<String>,
+    pub signed_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nonce_id: Option<String>,
+    pub state: State,
+    #[serde(default)]
+    pub duplicates: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_duplicate_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_duplicate_at: Option<i64>,
+    /// At most [`FIRST_ATTEMPTS`], oldest first.
+    #[serde(default)]
+    pub first_attempts: Vec<Attempt>,
+    /// At most [`LAST_ATTEMPTS`], oldest first, all after `first_attempts`.
+    #[serde(default)]
+    pub last_attempts: Vec<Attempt>,
+    #[serde(default)]
+    pub attempts_omitted: u64,
+    pub next_attempt_at: Option<i64>,
+    pub dead_letter_id: Option<String>,
+}
+
+impl Summary {
+    /// An event's start: from its `Received` fact, or a summary written
+    /// before; `None` for any other fact (its start was trimmed away).
+    pub fn start(fact: Fact) -> Option<Summary> {
+        match fact {
+            Fact::Received {
+                at,
+                replica,
+                event_type,
+                signed_at,
+                state,
+                nonce_id,
+            } => Some(Summary {
+                at,
+                replica,
+                event_type,
+                signed_at,
+                nonce_id,
+                state,
+                duplicates: 0,
+                first_duplicate_at: None,
+                last_duplicate_at: None,
+                first_attempts: Vec::new(),
+                last_attempts: Vec::new(),
+                attempts_omitted: 0,
+                next_attempt_at: (state == State::Waiting).then_some(at),
+                dead_letter_id: None,
+            }),
+            Fact::Summary(summary) => Some(*summary),
+            _ => None,
+        }
+    }
+
+    /// Folds facts, oldest first; `None` when they hold no start.
+    pub fn fold(facts: impl IntoIterator<Item = Fact>) -> Option<Summary> {
+        let mut summary: Option<Summary> = None;
+        for fact in facts {
+            match summary.as_mut() {
+                Some(s) => s.apply(fact),
+                None => summary = Summary::start(fact),
+            }
+        }
+        summary
+    }
+
+    /// Adds one fact, in constant time and space.
+    pub fn apply(&mut self, fact: Fact) {
+        if let Some(next) = next_state(Some(self.state), &fact) {
+            self.state = next;
+        }
+        match fact {
+            Fact::Received { .. } => {}
+            Fact::Attempted {
+                attempt,
+                state,
+                next_attempt_at,
+                dead_letter_id,
+            } => {
+                self.next_attempt_at = next_attempt_at;
+                if let Some(id) = dead_letter_id {
+                    self.dead_letter_id = Some(id);
+                } else if state == State::Delivered && attempt.mode == Mode::Replay {
+                    // A replay that got through removed its dead letter.
+                    self.dead_letter_id = None;
+                }
+                if self.first_attempts.len() < FIRST_ATTEMPTS {
+                    self.first_attempts.push(attempt);
+                } else {
+                    if self.last_attempts.len() >= LAST_ATTEMPTS {
+                        self.last_attempts.remove(0);
+                        self.attempts_omitted = self.attempts_omitted.saturating_add(1);
+                    }
+                    self.last_attempts.push(attempt);
+                }
+            }
+            Fact::Duplicate => self.duplicated(1, None, None),
+            Fact::Duplicates { count, first, last } => {
+                self.duplicated(count, Some(first), Some(last));
+            }
+            Fact::DeadLettered { dead_letter_id } => self.dead_letter_id = Some(dead_letter_id),
+            // A summary replaces what came before it (it is only ever
+            // written first).
+            Fact::Summary(summary) => *self = *summary,
+        }
+    }
+
+    fn duplicated(&mut self, count: u64, first: Option<i64>, last: Option<i64>) {
+        self.duplicates = self.duplicates.saturating_add(count);
+        if self.first_duplicate_at.is_none() {
+            self.first_duplicate_at = first;
+        }
+        if last.is_some() {
+            self.last_duplicate_at = last;
+        }
+    }
+
+    /// The event as an operator reads it.
+    pub fn record(&self, source: &str, event_id: &str) -> Record {
+        let view = |a: &Attempt| AttemptView {
+            at: rfc3339(a.at),
+            replica: a.replica.to_string(),
+            mode: a.mode,
+            outcome: a.outcome.to_string(),
+            status: a.status,
+            duration_ms: a.duration_ms,
+        };
+        Record {
+            source: source.to_owned(),
+            event_id: event_id.to_owned(),
+            event_type: self.event_type.clone(),
+            state: self.state,
+            received_at: Some(rfc3339(self.at)),
+            replica: Some(self.replica.to_string()),
+            signed_at: self.signed_at.map(|s| rfc3339(s.saturating_mul(1000))),
+            duplicates: self.duplicates,
+            first_duplicate_at: self.first_duplicate_at.map(rfc3339),
+            last_duplicate_at: self.last_duplicate_at.map(rfc3339),
+            attempts: self
+                .first_attempts
+                .iter()
+                .chain(&self.last_attempts)
+                .map(view)
+                .collect(),
+            attempts_omitted: self.attempts_omitted,
+            next_attempt_at: self.next_attempt_at.map(rfc3339),
+            dead_letter_id: self.dead_letter_id.clone(),
+            received_ms: self.at,
+            nonce_id: self.nonce_id.clone().unwrap_or_else(|| event_id.to_owned()),
+        }
     }
 }
 
 impl Record {
     /// Folds an event's facts, oldest first, into what it is now. `None`
-    /// when they hold no `Received` (its first facts were trimmed away).
+    /// when they hold no start (its first facts were trimmed away).
     pub fn fold(source: &str, event_id: &str, facts: &[Fact]) -> Option<Record> {
-        let mut record: Option<Record> = None;
-        for fact in facts {
-            match fact {
-                Fact::Received {
-                    at,
-                    replica,
-                    event_type,
-                    signed_at,
-                    state,
-                    nonce_id,
-                } => {
-                    if record.is_none() {
-                        record = Some(Record {
-                            source: source.to_owned(),
-                            event_id: event_id.to_owned(),
-                            event_type: event_type.clone(),
-                            state: *state,
-                            received_at: Some(rfc3339(*at)),
-                            replica: Some(replica.to_string()),
-                            signed_at: signed_at.map(|s| rfc3339(s.saturating_mul(1000))),
-                            duplicates: 0,
-                            attempts: Vec::new(),
-                            next_attempt_at: (*state == State::Waiting).then(|| rfc3339(*at)),
-                            dead_letter_id: None,
-                            received_ms: *at,
-                            nonce_id: nonce_id.clone().unwrap_or_else(|| event_id.to_owned()),
-                        });
-                    } else if let Some(r) = record.as_mut()
-                        && let Some(next) = next_state(Some(r.state), fact)
-                    {
-                        r.state = next;
-                    }
-                }
-                Fact::Attempted {
-                    attempt,
-                    state,
-                    next_attempt_at,
-                    dead_letter_id,
-                } => {
-                    let Some(r) = record.as_mut() else { continue };
-                    r.attempts.push(AttemptView {
-                        at: rfc3339(attempt.at),
-                        replica: attempt.replica.to_string(),
-                        mode: attempt.mode,
-                        outcome: attempt.outcome.to_string(),
-                        status: attempt.status,
-                        duration_ms: attempt.duration_ms,
-                    });
-                    if let Some(next) = next_state(Some(r.state), fact) {
-                        r.state = next;
-                    }
-                    r.next_attempt_at = next_attempt_at.map(rfc3339);
-                    if let Some(id) = dead_letter_id {
-                        r.dead_letter_id = Some(id.clone());
-                    } else if *state == State::Delivered && attempt.mode == Mode::Replay {
-                        // A replay that got through removed its dead letter.
-                        r.dead_letter_id = None;
-                    }
-                }
-                Fact::Duplicate => {
-                    if let Some(r) = record.as_mut() {
-                        r.duplicates += 1;
-                    }
-                }
-                Fact::DeadLettered { dead_letter_id } => {
-                    if let Some(r) = record.as_mut() {
-                        r.dead_letter_id = Some(dead_letter_id.clone());
-                        if let Some(next) = next_state(Some(r.state), fact) {
-                            r.state = next;
-                        }
-                    }
-                }
-            }
-        }
-        record
+        Summary::fold(facts.iter().cloned()).map(|s| s.record(source, event_id))
     }
+}
+
+/// An event's stored text (JSON lines) folded into one `summary` line;
+/// `None` when the text holds no start.
+pub fn compact(text: &str) -> Option<String> {
+    let summary = Summary::fold(facts_of(text))?;
+    Some(lines_of(&[Fact::Summary(Box::new(summary))]))
 }
 
 /// What `GET /events` and `hookgate events list` filter on.
@@ -353,13 +480,13 @@ pub struct Page {
     pub next: Option<String>,
 }
 
-/// An event's facts as an engine returns them while listing.
+/// An event as an engine returns it while listing.
 #[derive(Debug, Clone)]
 pub struct Stored {
     pub source: String,
     pub event_id: String,
     pub received_ms: i64,
-    pub facts: Vec<Fact>,
+    pub summary: Summary,
 }
 
 impl Filter {
@@ -555,6 +682,72 @@ mod tests {
         // The dead letter is still there until a replay finds it delivered.
         assert_eq!(r.dead_letter_id.as_deref(), Some("3"));
         assert_eq!(Record::fold("s", "e", &[Fact::Duplicate]), None);
+    }
+
+    /// However many attempts and copies an event sees, it keeps its first
+    /// ten and last forty attempts, counts the rest and the duplicates, and
+    /// its folded text stays a few KiB.
+    #[test]
+    fn a_record_is_bounded_whatever_happens_to_its_event() {
+        let mut facts = vec![received("pod-a", Some("push"), None, State::InFlight)];
+        for n in 0..1_000i64 {
+            facts.push(Fact::Attempted {
+                attempt: Attempt {
+                    at: n,
+                    mode: Mode::Forward,
+                    ..attempt("forwarded", Some(500))
+                },
+                state: State::Released,
+                next_attempt_at: None,
+                dead_letter_id: None,
+            });
+            facts.push(Fact::Duplicates {
+                count: 3,
+                first: 10_000 + n,
+                last: 20_000 + n,
+            });
+        }
+        facts.push(Fact::Duplicate);
+        let s = Summary::fold(facts.clone()).expect("summary");
+        assert_eq!(s.first_attempts.len(), FIRST_ATTEMPTS);
+        assert_eq!(s.last_attempts.len(), LAST_ATTEMPTS);
+        assert_eq!(s.attempts_omitted, 950);
+        assert_eq!(s.first_attempts[9].at, 9);
+        assert_eq!(s.last_attempts[0].at, 960);
+        assert_eq!(s.last_attempts[39].at, 999);
+        assert_eq!(s.duplicates, 3_001);
+        assert_eq!(
+            (s.first_duplicate_at, s.last_duplicate_at),
+            (Some(10_000), Some(20_999))
+        );
+
+        let text = lines_of(&facts);
+        let folded = compact(&text).expect("folded");
+        assert!(folded.len() < COMPACT_BYTES / 2, "{} bytes", folded.len());
+        assert_eq!(folded.lines().count(), 1);
+        // The fold reads back as the same event, and facts appended after
+        // it apply as they would have to the whole list.
+        let more = lines_of(&[Fact::Attempted {
+            attempt: Attempt {
+                at: 5_000,
+                mode: Mode::Replay,
+                ..attempt("forwarded", Some(200))
+            },
+            state: State::Delivered,
+            next_attempt_at: None,
+            dead_letter_id: None,
+        }]);
+        let whole = Summary::fold(facts_of(&format!("{text}{more}")));
+        let after = Summary::fold(facts_of(&format!("{folded}{more}")));
+        assert_eq!(after, whole);
+        let r = after.expect("record").record("gh", "d1");
+        assert_eq!(r.state, State::Delivered);
+        assert_eq!(r.attempts.len(), 50);
+        assert_eq!(r.attempts_omitted, 951);
+        assert_eq!(
+            r.last_duplicate_at.as_deref(),
+            Some("1970-01-01T00:00:20.999Z")
+        );
     }
 
     #[test]

@@ -193,6 +193,8 @@ pub struct RedisStore {
     timeouts: Arc<OnceLock<Family<OperationLabel, Counter>>>,
     /// The trail's ordered writer, started on first use.
     trail_queue: Arc<OnceLock<tokio::sync::mpsc::Sender<crate::store::Note>>>,
+    /// Duplicates counted between two trail writes.
+    tally: Arc<crate::trail::tally::Tally>,
 }
 
 /// Where commands go.
@@ -343,6 +345,7 @@ impl RedisStore {
             replication: None,
             timeouts: Arc::new(OnceLock::new()),
             trail_queue: Arc::new(OnceLock::new()),
+            tally: Arc::default(),
         }
     }
 

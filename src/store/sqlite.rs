@@ -57,6 +57,8 @@ struct Inner {
     writer: Sender<Job>,
     readers: Mutex<Vec<Connection>>,
     observers: writer::Observers,
+    /// Duplicates counted between two trail writes.
+    tally: Arc<crate::trail::tally::Tally>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -118,6 +120,7 @@ impl SqliteStore {
                 writer: jobs,
                 readers: Mutex::new(Vec::new()),
                 observers,
+                tally: Arc::default(),
             }),
         })
     }
@@ -488,11 +491,41 @@ impl SqliteStore {
         self.call(op).await.map(|_| ())
     }
 
+    /// Counts one duplicate in the tally (written once per flush), or
+    /// writes it on its own when the tally is full.
+    pub fn trail_duplicate(
+        &self,
+        prefix: &str,
+        source: &str,
+        event_id: &str,
+        max: usize,
+        now: i64,
+    ) {
+        if self.inner.tally.add(prefix, source, event_id, max, now) {
+            let store = Arc::downgrade(&self.inner);
+            self.inner.tally.start(move |note| {
+                let Some(inner) = store.upgrade() else {
+                    return false;
+                };
+                SqliteStore { inner }.trail_append(
+                    &note.source,
+                    &note.event_id,
+                    note.facts,
+                    note.max,
+                );
+                true
+            });
+        } else {
+            let fact = crate::trail::tally::one(1, now, now);
+            self.trail_append(source, event_id, vec![fact], max);
+        }
+    }
+
     pub async fn trail_get(
         &self,
         source: &str,
         event_id: &str,
-    ) -> Result<Option<Vec<crate::trail::Fact>>, Error> {
+    ) -> Result<Option<crate::trail::Summary>, Error> {
         let (source, event_id) = (source.to_owned(), event_id.to_owned());
         let text: Option<String> = self
             .read(move |conn| {
@@ -501,7 +534,7 @@ impl SqliteStore {
                     .optional()
             })
             .await?;
-        Ok(text.map(|t| crate::trail::facts_of(&t)))
+        Ok(text.and_then(|t| crate::trail::Summary::fold(crate::trail::facts_of(&t))))
     }
 
     /// Up to `count` events received before `before`, newest first.
@@ -523,15 +556,17 @@ impl SqliteStore {
                  ORDER BY received_ms DESC, source DESC, event_id DESC LIMIT ?5",
             )?;
             let rows = stmt.query_map(params![ms, source, id, before.is_none(), count], |r| {
-                let facts: String = r.get(3)?;
-                Ok(crate::trail::Stored {
-                    source: r.get(0)?,
-                    event_id: r.get(1)?,
-                    received_ms: r.get(2)?,
-                    facts: crate::trail::facts_of(&facts),
-                })
+                let (source, event_id, received_ms, facts): (String, String, i64, String) =
+                    (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+                let summary = crate::trail::Summary::fold(crate::trail::facts_of(&facts));
+                Ok(summary.map(|summary| crate::trail::Stored {
+                    source,
+                    event_id,
+                    received_ms,
+                    summary,
+                }))
             })?;
-            rows.collect()
+            rows.filter_map(Result::transpose).collect()
         })
         .await
     }

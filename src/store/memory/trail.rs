@@ -1,9 +1,10 @@
-//! The memory store's trail: the most recent events' facts, in the process.
+//! The memory store's trail: the most recent events, each kept as its
+//! [`Summary`] (bounded, and updated in place by each fact).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use crate::trail::{Cursor, Fact, Stored};
+use crate::trail::{Cursor, Fact, Stored, Summary};
 
 /// An event's name, `{source}\0{event_id}`: one allocation shared by the
 /// map and the order. A source name holds no NUL, so these names sort as
@@ -41,7 +42,7 @@ pub struct Trail {
 /// trail, and the map's hasher is seeded per process.
 #[derive(Debug, Default)]
 struct Inner {
-    events: HashMap<Name, Vec<Fact>, foldhash::fast::RandomState>,
+    events: HashMap<Name, Summary, foldhash::fast::RandomState>,
     /// `(received_ms, name)`, ascending: the order events are listed and
     /// dropped in, and the time a cursor names. Arrivals come near the
     /// newest end, so a ring of them takes an insert at its back and a
@@ -70,8 +71,8 @@ impl Inner {
 }
 
 impl Trail {
-    /// Appends `facts`; an event not yet held is taken only from a
-    /// `Received` fact, and the oldest go beyond `max`.
+    /// Applies `facts` to their event; an event not yet held is taken only
+    /// from a `Received` fact, and the oldest go beyond `max`.
     pub fn append(&self, source: &str, event_id: &str, facts: Vec<Fact>, max: usize) {
         let Ok(mut guard) = self.inner.lock() else {
             return;
@@ -79,19 +80,18 @@ impl Trail {
         let inner = &mut *guard;
         name_into(&mut inner.scratch, source, event_id);
         if let Some(held) = inner.events.get_mut(inner.scratch.as_str()) {
-            held.extend(facts);
+            for fact in facts {
+                held.apply(fact);
+            }
             return;
         }
-        let Some(at) = facts.iter().find_map(|f| match f {
-            Fact::Received { at, .. } => Some(*at),
-            _ => None,
-        }) else {
+        let Some(summary) = Summary::fold(facts) else {
             return;
         };
-        let (pos, at) = inner.place(at, &inner.scratch);
+        let (pos, at) = inner.place(summary.at, &inner.scratch);
         let key: Name = Arc::from(inner.scratch.as_str());
         inner.order.insert(pos, (at, Arc::clone(&key)));
-        inner.events.insert(key, facts);
+        inner.events.insert(key, summary);
         while inner.order.len() > max {
             let Some((_, oldest)) = inner.order.pop_front() else {
                 break;
@@ -100,7 +100,19 @@ impl Trail {
         }
     }
 
-    pub fn get(&self, source: &str, event_id: &str) -> Option<Vec<Fact>> {
+    /// Counts one duplicate answered at `now` for an event held.
+    pub fn duplicate(&self, source: &str, event_id: &str, now: i64) {
+        let Ok(mut guard) = self.inner.lock() else {
+            return;
+        };
+        let inner = &mut *guard;
+        name_into(&mut inner.scratch, source, event_id);
+        if let Some(held) = inner.events.get_mut(inner.scratch.as_str()) {
+            held.apply(crate::trail::tally::one(1, now, now));
+        }
+    }
+
+    pub fn get(&self, source: &str, event_id: &str) -> Option<Summary> {
         let key = name(source, event_id);
         let inner = self.inner.lock().ok()?;
         inner.events.get(key.as_str()).cloned()
@@ -126,13 +138,13 @@ impl Trail {
             .rev()
             .take(count)
             .filter_map(|(at, key)| {
-                let facts = inner.events.get(key)?;
+                let summary = inner.events.get(key)?;
                 let (source, event_id) = parts(key);
                 Some(Stored {
                     source: source.to_owned(),
                     event_id: event_id.to_owned(),
                     received_ms: *at,
-                    facts: facts.clone(),
+                    summary: summary.clone(),
                 })
             })
             .collect()
@@ -210,8 +222,8 @@ mod tests {
             (10_039, "e39".into()),
         ];
         assert_eq!(listed(&trail, None, 3), want);
-        let facts = trail.get("s", "stepped").expect("held");
-        assert!(matches!(facts[0], Fact::Received { at: 5_000, .. }));
+        let held = trail.get("s", "stepped").expect("held");
+        assert_eq!(held.at, 5_000);
     }
     /// A cursor names the last event of a page; the next page starts
     /// right after it, ties in time ordered by name.
@@ -237,15 +249,21 @@ mod tests {
         assert_eq!(seen, want);
     }
 
-    /// Facts of an event held are appended to it; facts of an event not
+    /// Facts of an event held are applied to it; facts of an event not
     /// held start nothing without its arrival.
     #[test]
     fn later_facts_join_their_event_and_never_start_one() {
         let trail = Trail::default();
         trail.append("s", "e1", received(1), 10);
         trail.append("s", "e1", vec![Fact::Duplicate], 10);
+        trail.duplicate("s", "e1", 7);
         trail.append("s", "e2", vec![Fact::Duplicate], 10);
-        assert_eq!(trail.get("s", "e1").map(|f| f.len()), Some(2));
+        trail.duplicate("s", "e2", 7);
+        assert_eq!(trail.get("s", "e1").map(|s| s.duplicates), Some(2));
+        assert_eq!(
+            trail.get("s", "e1").and_then(|s| s.last_duplicate_at),
+            Some(7)
+        );
         assert!(trail.get("s", "e2").is_none());
         assert_eq!(listed(&trail, None, 10).len(), 1);
     }

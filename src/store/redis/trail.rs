@@ -37,20 +37,30 @@ use crate::trail::{Cursor, Fact, Stored, facts_of, lines_of};
 /// Appends facts, indexes new events and trims the index, for a batch of
 /// notes in order. KEYS[1] = the index, KEYS[2] = the facts hash; ARGV[1]
 /// = the bound, ARGV[2] = the prefix of the lists of earlier versions,
-/// then per note: the received time (`""` for a note without a `Received`
-/// fact: appended only to an event already held), the member, the lines.
+/// ARGV[3] = [`crate::trail::COMPACT_BYTES`], then per note: the received
+/// time (`""` for a note without a `Received` fact: appended only to an
+/// event already held), the member, the lines. Returns the members whose
+/// facts grew past ARGV[3], for the writer to fold ([`COMPACT_LUA`]).
 const WRITE_LUA: &str = r"
 local held
-for i = 3, #ARGV, 3 do
+local long = {}
+local limit = tonumber(ARGV[3])
+for i = 4, #ARGV, 3 do
   local at, m, lines = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   if at ~= '' then
     if redis.call('HSETNX', KEYS[2], m, lines) == 0 then
-      redis.call('HSET', KEYS[2], m, redis.call('HGET', KEYS[2], m) .. lines)
+      held = redis.call('HGET', KEYS[2], m) .. lines
+      redis.call('HSET', KEYS[2], m, held)
+      if #held > limit then long[#long + 1] = m end
     end
     redis.call('ZADD', KEYS[1], 'NX', at, m)
   else
     held = redis.call('HGET', KEYS[2], m)
-    if held then redis.call('HSET', KEYS[2], m, held .. lines) end
+    if held then
+      held = held .. lines
+      redis.call('HSET', KEYS[2], m, held)
+      if #held > limit then long[#long + 1] = m end
+    end
   end
 end
 local over = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[1])
@@ -61,9 +71,22 @@ if over > 0 then
     redis.call('DEL', ARGV[2] .. old[j])
   end
 end
-return 1
+return long
 ";
 static WRITE: LazyLock<Script> = LazyLock::new(|| Script::new(WRITE_LUA));
+
+/// Replaces an event's facts with their fold, unless they changed since
+/// they were read (another replica appended: its own write asks for a fold
+/// again). KEYS[1] = the facts hash; ARGV = the member, the text read, the
+/// folded text.
+const COMPACT_LUA: &str = r"
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+  return 1
+end
+return 0
+";
+static COMPACT: LazyLock<Script> = LazyLock::new(|| Script::new(COMPACT_LUA));
 
 /// Facts waiting for the writer task at most; beyond it a fact is dropped
 /// (logged at debug level), never waited for.
@@ -122,6 +145,33 @@ fn facts_from(hashed: Option<String>, listed: &[String]) -> Option<Vec<Fact>> {
 }
 
 impl RedisStore {
+    /// Counts one duplicate in the tally (written once per flush through
+    /// the writer task), or queues it on its own when the tally is full.
+    pub fn trail_duplicate(
+        &self,
+        prefix: &str,
+        source: &str,
+        event_id: &str,
+        max: usize,
+        now: i64,
+    ) {
+        if self.tally.add(prefix, source, event_id, max, now) {
+            let store = self.clone();
+            self.tally.start(move |note| {
+                store.trail_note(note);
+                true
+            });
+        } else {
+            self.trail_note(Note {
+                prefix: prefix.to_owned(),
+                source: source.to_owned(),
+                event_id: event_id.to_owned(),
+                facts: vec![crate::trail::tally::one(1, now, now)],
+                max,
+            });
+        }
+    }
+
     /// Queues facts for the writer task (started on first use), without waiting.
     pub fn trail_note(&self, item: Note) {
         let queue = self.trail_queue.get_or_init(|| {
@@ -184,16 +234,18 @@ impl RedisStore {
     }
 
     /// Writes `batch` in order: one call of [`WRITE_LUA`] per run of notes
-    /// that share a prefix and a bound.
+    /// that share a prefix and a bound; then folds the events it found too
+    /// long.
     async fn trail_batch(&self, batch: &[Note]) -> Result<(), Error> {
         let mut pipe = redis::pipe();
         let mut run: Option<redis::Cmd> = None;
         let mut run_of: Option<(&str, usize)> = None;
+        let mut prefixes: Vec<&str> = Vec::new();
         for note in batch {
             let this = (note.prefix.as_str(), note.max);
             if run_of != Some(this) {
                 if let Some(cmd) = run.take() {
-                    pipe.add_command(cmd).ignore();
+                    pipe.add_command(cmd);
                 }
                 let mut cmd = redis::cmd("EVALSHA");
                 cmd.arg(WRITE.get_hash())
@@ -201,9 +253,11 @@ impl RedisStore {
                     .arg(index_key(&note.prefix))
                     .arg(facts_key(&note.prefix))
                     .arg(note.max)
-                    .arg(list_prefix(&note.prefix));
+                    .arg(list_prefix(&note.prefix))
+                    .arg(crate::trail::COMPACT_BYTES);
                 run = Some(cmd);
                 run_of = Some(this);
+                prefixes.push(&note.prefix);
             }
             if note.facts.is_empty() {
                 continue;
@@ -215,17 +269,37 @@ impl RedisStore {
             }
         }
         if let Some(cmd) = run.take() {
-            pipe.add_command(cmd).ignore();
+            pipe.add_command(cmd);
         }
-        match self.query_pipeline::<()>(&pipe).await {
+        let long: Vec<Vec<String>> = match self.query_pipeline(&pipe).await {
             Err(e) if e.to_string().to_ascii_lowercase().contains("noscript") => {
                 let _: String = self
                     .query(redis::cmd("SCRIPT").arg("LOAD").arg(WRITE_LUA))
                     .await?;
-                self.query_pipeline::<()>(&pipe).await
+                self.query_pipeline(&pipe).await?
             }
-            other => other,
+            other => other?,
+        };
+        for (prefix, members) in prefixes.into_iter().zip(long) {
+            for m in members {
+                self.trail_compact(prefix, &m).await?;
+            }
         }
+        Ok(())
+    }
+
+    /// Folds one event's facts into one `summary` line, unless another
+    /// replica appended in between.
+    async fn trail_compact(&self, prefix: &str, m: &str) -> Result<(), Error> {
+        let key = facts_key(prefix);
+        let text: Option<String> = self.query(redis::cmd("HGET").arg(&key).arg(m)).await?;
+        let Some(folded) = text.as_deref().and_then(crate::trail::compact) else {
+            return Ok(());
+        };
+        let Some(text) = text else { return Ok(()) };
+        let args: [&[u8]; 3] = [m.as_bytes(), text.as_bytes(), folded.as_bytes()];
+        let _: i64 = self.eval(&COMPACT, &[&key], &args).await?;
+        Ok(())
     }
 
     /// Appends one event's facts and waits for the write.
@@ -252,7 +326,7 @@ impl RedisStore {
         prefix: &str,
         source: &str,
         event_id: &str,
-    ) -> Result<Option<Vec<Fact>>, Error> {
+    ) -> Result<Option<crate::trail::Summary>, Error> {
         let m = member(source, event_id);
         let mut pipe = redis::pipe();
         pipe.cmd("HGET").arg(facts_key(prefix)).arg(&m);
@@ -261,7 +335,7 @@ impl RedisStore {
             .arg(0)
             .arg(-1);
         let (hashed, listed): (Option<String>, Vec<String>) = self.query_pipeline(&pipe).await?;
-        Ok(facts_from(hashed, &listed))
+        Ok(facts_from(hashed, &listed).and_then(crate::trail::Summary::fold))
     }
 
     /// Up to `count` events received before `before`, newest first. Members
@@ -328,7 +402,9 @@ impl RedisStore {
                         Some(_) => Vec::new(),
                         None => lists.next().unwrap_or_default(),
                     };
-                    let Some(facts) = facts_from(hashed, &listed) else {
+                    let Some(summary) =
+                        facts_from(hashed, &listed).and_then(crate::trail::Summary::fold)
+                    else {
                         continue;
                     };
                     if out.len() >= count {
@@ -341,7 +417,7 @@ impl RedisStore {
                         source: source.to_owned(),
                         event_id: event_id.to_owned(),
                         received_ms: score,
-                        facts,
+                        summary,
                     });
                 }
             }

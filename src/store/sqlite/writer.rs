@@ -468,7 +468,8 @@ fn run_batch(
 
 /// Appends `t`'s facts to its event's row. The facts are JSON lines,
 /// appended; the state column moves by [`crate::trail::next_state`], so
-/// nothing already written is read back but the state. An event not held
+/// nothing already written is read back but the state, until the text
+/// passes [`crate::trail::COMPACT_BYTES`] and is folded into one line. An event not held
 /// yet is taken only from its `Received` fact; it costs one insert, and
 /// only an event already held is read first. Returns whether it added an
 /// event.
@@ -510,12 +511,32 @@ fn write_trail(tx: &Transaction<'_>, t: &TrailWrite, now: i64) -> rusqlite::Resu
         return Ok(false);
     }
     if let Some(state) = t.facts.iter().fold(was, next_state) {
-        tx.prepare_cached(
-            "UPDATE events SET state = ?3, facts = facts || ?4 WHERE source = ?1 AND event_id = ?2",
-        )?
-        .execute(params![t.source, t.event_id, state.word(), t.lines])?;
+        let length: i64 = tx
+            .prepare_cached(
+                "UPDATE events SET state = ?3, facts = facts || ?4 \
+                 WHERE source = ?1 AND event_id = ?2 RETURNING length(facts)",
+            )?
+            .query_row(params![t.source, t.event_id, state.word(), t.lines], |r| {
+                r.get(0)
+            })?;
+        if usize::try_from(length).unwrap_or(usize::MAX) > crate::trail::COMPACT_BYTES {
+            compact_trail(tx, &t.source, &t.event_id)?;
+        }
     }
     Ok(false)
+}
+
+/// Folds an event's facts into one `summary` line (DESIGN §7a: a record
+/// stays a few KiB), in the transaction that made them too long.
+fn compact_trail(tx: &Transaction<'_>, source: &str, event_id: &str) -> rusqlite::Result<()> {
+    let text: String = tx
+        .prepare_cached("SELECT facts FROM events WHERE source = ?1 AND event_id = ?2")?
+        .query_row(params![source, event_id], |r| r.get(0))?;
+    if let Some(folded) = crate::trail::compact(&text) {
+        tx.prepare_cached("UPDATE events SET facts = ?3 WHERE source = ?1 AND event_id = ?2")?
+            .execute(params![source, event_id, folded])?;
+    }
+    Ok(())
 }
 
 /// Adds `n` to the events `trail_size` says the trail holds.
