@@ -120,7 +120,7 @@ pub fn list_text(page: &Page) -> String {
                 r.event_id.clone(),
                 r.event_type.clone().unwrap_or_else(|| "-".into()),
                 r.state.word().to_owned(),
-                r.attempts.len().to_string(),
+                (r.attempts.len() as u64 + r.attempts_omitted).to_string(),
                 r.duplicates.to_string(),
             ]
         })
@@ -154,6 +154,9 @@ pub fn show_text(shown: &Shown) -> String {
         or_dash(&r.signed_at),
         r.duplicates,
     );
+    if let (Some(first), Some(last)) = (&r.first_duplicate_at, &r.last_duplicate_at) {
+        out.push_str(&format!("duplicated:   {first} to {last}\n"));
+    }
     if let Some(next) = &r.next_attempt_at {
         out.push_str(&format!("next attempt: {next}\n"));
     }
@@ -202,6 +205,13 @@ pub fn show_text(shown: &Shown) -> String {
             &["AT", "REPLICA", "MODE", "OUTCOME", "STATUS", "DURATION"],
             &rows,
         ));
+        if r.attempts_omitted > 0 {
+            out.push_str(&format!(
+                "({} attempts after the first {} are omitted above)\n",
+                r.attempts_omitted,
+                crate::trail::FIRST_ATTEMPTS
+            ));
+        }
     }
     out
 }

@@ -287,13 +287,28 @@ pub struct AttemptRow {
 
 pub struct EventPage {
     pub row: EventRow,
+    /// The first attempts and the last, with how many were between them.
     pub attempts: Vec<AttemptRow>,
+    pub attempts_omitted: u64,
+    /// When the first and the last duplicate were answered.
+    pub duplicates_between: Option<(String, String)>,
     pub next_attempt_at: Option<String>,
     pub dead_letter_id: Option<String>,
     /// What the store holds now, as label and value.
     pub live: Vec<(String, String)>,
     /// The dead letter itself, when the store still has it.
     pub dead_letter: Option<DeadEntry>,
+}
+
+/// The 1-based number of the attempt shown at `i`: those after the first
+/// [`crate::trail::FIRST_ATTEMPTS`] come after the ones omitted.
+fn attempt_number(i: usize, omitted: u64) -> u64 {
+    let i = i as u64;
+    if i < crate::trail::FIRST_ATTEMPTS as u64 {
+        i + 1
+    } else {
+        i + 1 + omitted
+    }
 }
 
 pub fn event(frame: &Frame<'_>, view: &EventPage) -> Markup {
@@ -306,6 +321,9 @@ pub fn event(frame: &Frame<'_>, view: &EventPage) -> Markup {
             dt { "State" } dd { span class={ "state " (e.state) } { (e.state) } }
             dt { "Received" } dd { (e.received_at.as_deref().unwrap_or("–")) }
             dt { "Duplicates answered" } dd { (e.duplicates) }
+            @if let Some((first, last)) = &view.duplicates_between {
+                dt { "Duplicates from" } dd { (first) " to " (last) }
+            }
             @if let Some(next) = &view.next_attempt_at { dt { "Next attempt" } dd { (next) } }
             @if let Some(id) = &view.dead_letter_id { dt { "Dead letter" } dd.id { (id) } }
         }
@@ -320,8 +338,11 @@ pub fn event(frame: &Frame<'_>, view: &EventPage) -> Markup {
                 } }
                 tbody {
                     @for (i, a) in view.attempts.iter().enumerate() {
+                        @if view.attempts_omitted > 0 && i == crate::trail::FIRST_ATTEMPTS {
+                            tr.omitted { td colspan="7" { (view.attempts_omitted) " attempts omitted" } }
+                        }
                         tr {
-                            td { (i + 1) }
+                            td { (attempt_number(i, view.attempts_omitted)) }
                             td { (a.at.as_deref().unwrap_or("–")) }
                             td { (a.replica.as_deref().unwrap_or("–")) }
                             td { (a.mode) }

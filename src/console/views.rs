@@ -167,7 +167,7 @@ fn row(r: &trail::Record) -> EventRow {
         event_type: r.event_type.clone(),
         state: r.state.word().to_owned(),
         received_at: r.received_at.clone(),
-        attempts: r.attempts.len(),
+        attempts: r.attempts.len() + usize::try_from(r.attempts_omitted).unwrap_or(usize::MAX),
         duplicates: r.duplicates,
     }
 }
@@ -331,6 +331,11 @@ pub async fn event(
                 duration_ms: Some(a.duration_ms),
             })
             .collect(),
+        attempts_omitted: r.attempts_omitted,
+        duplicates_between: r
+            .first_duplicate_at
+            .clone()
+            .zip(r.last_duplicate_at.clone()),
         next_attempt_at: r.next_attempt_at.clone(),
         dead_letter_id: r.dead_letter_id.clone(),
         live,

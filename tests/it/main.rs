@@ -51,6 +51,9 @@
 //!   idle connections, chunked and close-delimited answers, silent or broken
 //!   answers, an `https://` app.
 //! - `trail`: the event trail's states, `GET /events`, `hookgate events`; on every store.
+//! - `flood`: one captured delivery replayed thousands of times, and one event
+//!   failing at the app again and again: the record, the store and the answers
+//!   stay flat; on every store.
 
 mod support;
 
@@ -65,6 +68,7 @@ mod delivery_kit;
 mod dlq;
 mod eviction;
 mod faults;
+mod flood;
 mod forwarding;
 mod handshakes;
 mod hostile;

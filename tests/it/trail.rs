@@ -25,22 +25,22 @@ use crate::support::Hookgate;
 use crate::support::redis::RedisCluster;
 
 /// The store a trail test runs on.
-enum Store {
+pub(crate) enum Store {
     Memory,
     Kept(Backend),
     Cluster(RedisCluster),
 }
 
 impl Store {
-    fn memory() -> Store {
+    pub(crate) fn memory() -> Store {
         Store::Memory
     }
 
-    fn sqlite() -> Store {
+    pub(crate) fn sqlite() -> Store {
         Store::Kept(Backend::sqlite())
     }
 
-    fn redis() -> Store {
+    pub(crate) fn redis() -> Store {
         Store::Kept(Backend::redis())
     }
 
@@ -68,7 +68,7 @@ impl Store {
     }
 
     /// A config for `app` on this store; `admin` adds lines to `[admin]`.
-    fn config(&self, app: &App, admin: &str, sources: &str) -> String {
+    pub(crate) fn config(&self, app: &App, admin: &str, sources: &str) -> String {
         config_with_store(app, &self.toml(), sources).replacen(
             "[admin]\n",
             &format!("[admin]\n{admin}"),
@@ -95,13 +95,13 @@ async fn admin_get(admin: SocketAddr, path: &str) -> Answer {
 }
 
 /// `GET /events/{source}/{id}`.
-async fn show(admin: SocketAddr, source: &str, id: &str) -> Answer {
+pub(crate) async fn show(admin: SocketAddr, source: &str, id: &str) -> Answer {
     admin_get(admin, &format!("/events/{source}/{id}")).await
 }
 
 /// Polls `check` every 20 ms until it gives a value, failing after `limit`
 /// with the last thing it saw.
-async fn until<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
+pub(crate) async fn until<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, String>>,
@@ -121,7 +121,7 @@ where
 
 /// Waits until `GET /events/{source}/{id}` shows an event for which `pred`
 /// holds, and returns it.
-async fn event_where(
+pub(crate) async fn event_where(
     admin: SocketAddr,
     source: &str,
     id: &str,
@@ -144,7 +144,7 @@ async fn event_where(
 }
 
 /// Waits until the event is in `state` with `attempts` attempts.
-async fn event_in(
+pub(crate) async fn event_in(
     admin: SocketAddr,
     source: &str,
     id: &str,
@@ -161,7 +161,7 @@ async fn event_in(
     .await
 }
 
-fn attempts_of(event: &Value) -> Vec<Value> {
+pub(crate) fn attempts_of(event: &Value) -> Vec<Value> {
     event["attempts"].as_array().cloned().unwrap_or_default()
 }
 
