@@ -206,20 +206,10 @@ impl Router {
     /// suffix), each looked up once, longest first.
     pub fn route(&self, path: &str) -> Option<usize> {
         if !self.by_path.is_empty() {
-            let q = path.as_bytes();
-            let mut cut = q.len().min(self.longest);
-            while !path.is_char_boundary(cut) {
-                cut -= 1;
-            }
+            let cut = self.cut(path);
             let lower = path[..cut].to_ascii_lowercase();
-            for end in (1..=cut).rev() {
-                let boundary = match q.get(end) {
-                    None | Some(b'/') => true,
-                    Some(b'.') => q.len() > end + 1 && q[end + 1] != b'/',
-                    Some(_) => false,
-                };
-                if boundary
-                    && let Some(prefix) = lower.get(..end)
+            for end in ends(path, cut) {
+                if let Some(prefix) = lower.get(..end)
                     && let Some(i) = self.by_path.get(prefix)
                 {
                     return Some(*i);
@@ -228,6 +218,35 @@ impl Router {
         }
         self.root
     }
+
+    /// How many lookups [`Router::route`] makes for `path` at most: one per
+    /// boundary within the longest source path's length, whatever the
+    /// number of sources.
+    pub fn probes(&self, path: &str) -> usize {
+        ends(path, self.cut(path)).count()
+    }
+
+    /// The length of `path` that can hold a source path (on a char boundary).
+    fn cut(&self, path: &str) -> usize {
+        let mut cut = path.len().min(self.longest);
+        while !path.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        cut
+    }
+}
+
+/// The ends, longest first and at most `cut`, of the prefixes of `path` that
+/// [`belongs_to`] could match: the end of the path, before a `/`, or before
+/// a `.` and a suffix. Each falls before an ASCII byte (or at the end), so on
+/// a char boundary.
+fn ends(path: &str, cut: usize) -> impl Iterator<Item = usize> + '_ {
+    let q = path.as_bytes();
+    (1..=cut).rev().filter(move |&end| match q.get(end) {
+        None | Some(b'/') => true,
+        Some(b'.') => q.len() > end + 1 && q[end + 1] != b'/',
+        Some(_) => false,
+    })
 }
 
 /// Whether `path` belongs to the source at `prefix` (module docs, rule 2).

@@ -2850,3 +2850,44 @@ fn malformed_trusted_proxies_are_refused() {
     let c = config(&BASE.replace("[server]\n", "[server]\ntrusted_proxies = []\n"));
     assert!(c.server.trusted_proxies.is_empty());
 }
+
+/// Fifty thousand sources are checked as one config (a lookup per name and
+/// path, a binary search per line): a path used twice at the end is still
+/// found, with both lines right, and the last source routes like the first.
+#[test]
+fn fifty_thousand_sources_are_checked_and_the_last_routes_like_the_first() {
+    let n = 50_000;
+    let mut src = String::from(BASE);
+    for i in 0..n {
+        src.push_str(&format!(
+            "[[source]]\nname = \"s{i}\"\npath = \"/tenants/t{i}/stripe\"\nscheme = \"stripe\"\n\
+             secrets = [\"whsec_{i}\"]\n"
+        ));
+    }
+    let c = config(&src);
+    assert_eq!(c.sources.len(), n + 1);
+    let router = crate::route::Router::new(c.sources.iter().map(|s| s.path.as_str()));
+    assert_eq!(router.route("/tenants/t0/stripe"), Some(1));
+    assert_eq!(
+        router.route(&format!("/Tenants/T{}/stripe.json", n - 1)),
+        Some(n)
+    );
+    assert_eq!(router.route("/tenants/t0"), None);
+    for path in ["/tenants/t0/stripe", "/tenants/t49999/stripe/x/y"] {
+        assert!(router.probes(path) <= path.matches('/').count(), "{path}");
+    }
+
+    src.push_str(
+        "[[source]]\nname = \"again\"\npath = \"/Tenants/T7/Stripe\" # AGAIN\nscheme = \"stripe\"\n\
+         secrets = [\"whsec_x\"]\n",
+    );
+    let ps = problems(&src);
+    let first = line_of(&src, "path = \"/tenants/t7/stripe\"");
+    has(
+        &ps,
+        &src,
+        "source[again].path",
+        "# AGAIN",
+        &format!("already used by source[s7] on line {first}"),
+    );
+}
