@@ -33,34 +33,12 @@ TOKEN=bench-admin-token
 # shellcheck disable=SC2206 # a list of words on purpose
 STORES=(${STORES:-memory sqlite redis})
 
-for tool in nginx wrk redis-server redis-cli sqlite3 python3 taskset curl; do
-  command -v "$tool" >/dev/null || { echo "bench: $tool is required (apt-get install nginx-light wrk redis-server sqlite3 curl)" >&2; exit 1; }
-done
-if [ -z "${HOOKGATE_BIN:-}" ]; then
-  echo "== cargo build --release"
-  cargo build --release --locked --quiet
-  HOOKGATE_BIN=$ROOT/target/release/hookgate
-fi
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
+need_tools nginx wrk redis-server redis-cli sqlite3 python3 taskset curl
+use_release_build
+work_dir flood-bench
 
-WORK=$(mktemp -d /tmp/hookgate-flood-bench.XXXXXX)
-PIDS=()
-cleanup() {
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-wait_port() {
-  for _ in $(seq 1 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    sleep 0.05
-  done
-  echo "bench: nothing listens on $1" >&2; return 1
-}
 APP_PORT=$(free_port); REDIS_PORT=$(free_port)
 mkdir -p "$WORK/app"
 cat > "$WORK/app/nginx.conf" <<CONF

@@ -24,34 +24,12 @@ CONNS=${CONNS:-32}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 
-for tool in wrk python3 taskset curl; do
-  command -v "$tool" >/dev/null || { echo "bench: $tool is required (apt-get install wrk curl)" >&2; exit 1; }
-done
-if [ -z "${HOOKGATE_BIN:-}" ]; then
-  echo "== cargo build --release"
-  cargo build --release --locked --quiet
-  HOOKGATE_BIN=$ROOT/target/release/hookgate
-fi
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
+need_tools wrk python3 taskset curl
+use_release_build
+work_dir sources-bench
 
-WORK=$(mktemp -d /tmp/hookgate-sources-bench.XXXXXX)
-HG=""
-cleanup() {
-  [ -n "$HG" ] && kill "$HG" 2>/dev/null || true
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-wait_port() {
-  for _ in $(seq 1 600); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "bench: nothing listens on $1" >&2; return 1
-}
 cat > "$WORK/post.lua" <<'LUA'
 wrk.method = "POST"
 wrk.body = '{"id":"evt_1","type":"invoice.paid"}'
@@ -76,13 +54,14 @@ for n in "${SIZES[@]}"; do
   read -r secs peak < <(/usr/bin/time -f '%e %M' "$HOOKGATE_BIN" check --config "$WORK/c.toml" 2>&1 >/dev/null | tail -1)
   taskset -c "$SERVER_CPU" "$HOOKGATE_BIN" run --config "$WORK/c.toml" >"$WORK/run.log" 2>&1 &
   HG=$!
+  PIDS+=($!)
   wait_port "$PORT"
   rss=$(awk '/^VmRSS/ {print $2}' "/proc/$HG/status")
   first=$(rate "http://127.0.0.1:$PORT/tenants/t0/stripe")
   last=$(rate "http://127.0.0.1:$PORT/tenants/t$((n - 1))/stripe")
   code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$PORT/tenants/t$((n - 1))/stripe")
   [ "$code" = 400 ] || { echo "bench: the last source answered $code, not 400" >&2; exit 1; }
-  kill "$HG"; wait "$HG" 2>/dev/null || true; HG=""
+  kill "$HG"; wait "$HG" 2>/dev/null || true
   awk -v n="$n" -v s="$secs" -v p="$peak" -v r="$rss" -v f="$first" -v l="$last" 'BEGIN {
     printf "%7d  %7.2f  %14.1f  %11.1f  %10.2f  %11d  %10d  %9.2f\n", n, s, p / 1024, r / 1024, r / n, f, l, l / f }'
 done

@@ -501,23 +501,24 @@ impl SqliteStore {
         max: usize,
         now: i64,
     ) {
-        if self.inner.tally.add(prefix, source, event_id, max, now) {
+        let writer = || {
             let store = Arc::downgrade(&self.inner);
-            self.inner.tally.start(move |note| {
-                let Some(inner) = store.upgrade() else {
-                    return false;
-                };
-                SqliteStore { inner }.trail_append(
-                    &note.source,
-                    &note.event_id,
-                    note.facts,
-                    note.max,
-                );
-                true
-            });
-        } else {
-            let fact = crate::trail::tally::one(1, now, now);
-            self.trail_append(source, event_id, vec![fact], max);
+            move |note: Note| match store.upgrade() {
+                Some(inner) => {
+                    SqliteStore { inner }.trail_append(
+                        &note.source,
+                        &note.event_id,
+                        note.facts,
+                        note.max,
+                    );
+                    true
+                }
+                None => false,
+            }
+        };
+        let key = (prefix, source, event_id);
+        if let Some(note) = self.inner.tally.count(key, max, now, writer) {
+            self.trail_append(&note.source, &note.event_id, note.facts, note.max);
         }
     }
 

@@ -102,34 +102,54 @@ impl Tally {
             .collect()
     }
 
-    /// Starts, once, a task that hands what was counted to `write` every
-    /// [`FLUSH`], until `write` answers `false` (its store is gone). Outside
-    /// a runtime nothing starts, and [`Tally::take`] is the only way out.
-    pub fn start(self: &Arc<Self>, write: impl Fn(Note) -> bool + Send + 'static) {
-        if self.started.get().is_some() {
-            return;
+    /// Counts one duplicate ([`Tally::add`]) and makes sure a task hands
+    /// what was counted to a writer every [`FLUSH`]: the first count starts
+    /// it with the writer `writer()` makes, which it keeps until the writer
+    /// answers `false` (its store is gone). When the tally is full, the
+    /// copy comes back as a note of its own for the caller to write.
+    /// Outside a runtime nothing starts, and [`Tally::take`] is the only way
+    /// out.
+    pub fn count<W>(
+        self: &Arc<Self>,
+        (prefix, source, event_id): (&str, &str, &str),
+        max: usize,
+        now: i64,
+        writer: impl FnOnce() -> W,
+    ) -> Option<Note>
+    where
+        W: Fn(Note) -> bool + Send + 'static,
+    {
+        if !self.add(prefix, source, event_id, max, now) {
+            return Some(Note {
+                prefix: prefix.to_owned(),
+                source: source.to_owned(),
+                event_id: event_id.to_owned(),
+                facts: vec![one(1, now, now)],
+                max,
+            });
         }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        if self.started.set(()).is_err() {
-            return;
-        }
-        let tally = Arc::downgrade(self);
-        runtime.spawn(async move {
-            let mut tick = tokio::time::interval(FLUSH);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            tick.tick().await;
-            loop {
+        if self.started.get().is_none()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+            && self.started.set(()).is_ok()
+        {
+            let write = writer();
+            let tally = Arc::downgrade(self);
+            runtime.spawn(async move {
+                let mut tick = tokio::time::interval(FLUSH);
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 tick.tick().await;
-                let Some(tally) = tally.upgrade() else { return };
-                for note in tally.take() {
-                    if !write(note) {
-                        return;
+                loop {
+                    tick.tick().await;
+                    let Some(tally) = tally.upgrade() else { return };
+                    for note in tally.take() {
+                        if !write(note) {
+                            return;
+                        }
                     }
                 }
-            }
-        });
+            });
+        }
+        None
     }
 }
 

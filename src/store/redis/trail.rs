@@ -155,20 +155,16 @@ impl RedisStore {
         max: usize,
         now: i64,
     ) {
-        if self.tally.add(prefix, source, event_id, max, now) {
+        let writer = || {
             let store = self.clone();
-            self.tally.start(move |note| {
+            move |note: Note| {
                 store.trail_note(note);
                 true
-            });
-        } else {
-            self.trail_note(Note {
-                prefix: prefix.to_owned(),
-                source: source.to_owned(),
-                event_id: event_id.to_owned(),
-                facts: vec![crate::trail::tally::one(1, now, now)],
-                max,
-            });
+            }
+        };
+        let key = (prefix, source, event_id);
+        if let Some(note) = self.tally.count(key, max, now, writer) {
+            self.trail_note(note);
         }
     }
 
