@@ -54,6 +54,7 @@ impl Readiness {
 pub async fn handle<B>(
     state: &Arc<State>,
     readiness: &Readiness,
+    console: &Arc<crate::console::Console>,
     request: Request<B>,
 ) -> Response<Body>
 where
@@ -62,7 +63,7 @@ where
 {
     let path = request.uri().path();
     if crate::console::owns(path) {
-        return crate::console::handle(state, request).await;
+        return crate::console::handle(state, console, request).await;
     }
     if path == "/events" || path.starts_with("/events/") {
         return events(state, request).await;

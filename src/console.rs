@@ -73,12 +73,16 @@ pub fn owns(path: &str) -> bool {
     path == "/console" || path.starts_with("/console/")
 }
 
-pub async fn handle<B>(state: &Arc<State>, request: Request<B>) -> Response<Body>
+pub async fn handle<B>(
+    state: &Arc<State>,
+    console: &Arc<Console>,
+    request: Request<B>,
+) -> Response<Body>
 where
     B: hyper::body::Body<Data = Bytes>,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let mut response = route(state, request).await;
+    let mut response = route(state, console, request).await;
     let headers = response.headers_mut();
     for (name, value) in [
         (header::CONTENT_SECURITY_POLICY, CSP),
@@ -92,7 +96,7 @@ where
     response
 }
 
-async fn route<B>(state: &Arc<State>, request: Request<B>) -> Response<Body>
+async fn route<B>(state: &Arc<State>, console: &Arc<Console>, request: Request<B>) -> Response<Body>
 where
     B: hyper::body::Body<Data = Bytes>,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -122,7 +126,7 @@ where
         .map(str::to_owned);
     let session = session_id
         .as_deref()
-        .and_then(|id| state.console.sessions.get(id, &token));
+        .and_then(|id| console.sessions.get(id, &token));
 
     if method == Method::POST {
         if !same_origin(request.headers()) {
@@ -133,7 +137,7 @@ where
             Err(_) => return text(StatusCode::PAYLOAD_TOO_LARGE, "form too large\n"),
         };
         if path == "/console/sign-in" {
-            return sign_in(state, &token, &form).await;
+            return sign_in(state, console, &token, &form).await;
         }
         let (Some(session), Some(session_id)) = (session, session_id) else {
             return forbidden("not signed in");
@@ -145,7 +149,7 @@ where
         }
         return match path.as_str() {
             "/console/sign-out" => {
-                state.console.sessions.end(&session_id);
+                console.sessions.end(&session_id);
                 let mut response = redirect("/console");
                 if let Ok(v) = HeaderValue::from_str(&session::clear_cookie()) {
                     response.headers_mut().insert(header::SET_COOKIE, v);
@@ -153,7 +157,7 @@ where
                 response
             }
             "/console/dead-letters/replay" => views::replay_one(state, &form).await,
-            "/console/dead-letters/replay-all" => views::replay_all(state, &form),
+            "/console/dead-letters/replay-all" => views::replay_all(state, console, &form),
             _ => text(StatusCode::NOT_FOUND, "not found\n"),
         };
     }
@@ -170,7 +174,7 @@ where
     let query = urls::pairs(request.uri().query().unwrap_or(""));
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     match segments.as_slice() {
-        ["console"] => views::overview(state, &session).await,
+        ["console"] => views::overview(state, console, &session).await,
         ["console", "events"] => views::events(state, &session, &query).await,
         ["console", "events", source, event_id] => {
             match (urls::dec(source, false), urls::dec(event_id, false)) {
@@ -180,8 +184,8 @@ where
                 _ => text(StatusCode::NOT_FOUND, "not found\n"),
             }
         }
-        ["console", "dead-letters"] => views::dead_letters(state, &session, &query).await,
-        ["console", "replays", id] => match state.console.replays.get(id) {
+        ["console", "dead-letters"] => views::dead_letters(state, console, &session, &query).await,
+        ["console", "replays", id] => match console.replays.get(id) {
             Some(progress) => json(StatusCode::OK, &progress),
             None => json(
                 StatusCode::NOT_FOUND,
@@ -194,10 +198,15 @@ where
 
 /// `POST /console/sign-in`: a right token starts a session; a wrong one is
 /// counted, slowed down, and answered with the form again.
-async fn sign_in(state: &Arc<State>, token: &Secret, form: &[(String, String)]) -> Response<Body> {
+async fn sign_in(
+    state: &Arc<State>,
+    console: &Console,
+    token: &Secret,
+    form: &[(String, String)],
+) -> Response<Body> {
     let given = urls::value(form, "token").unwrap_or_default();
     if session::token_matches(given.trim(), token) {
-        let id = state.console.sessions.start(token);
+        let id = console.sessions.start(token);
         let mut response = redirect("/console");
         if let Ok(v) = HeaderValue::from_str(&session::set_cookie(&id)) {
             response.headers_mut().insert(header::SET_COOKIE, v);
@@ -206,7 +215,7 @@ async fn sign_in(state: &Arc<State>, token: &Secret, form: &[(String, String)]) 
         return response;
     }
     state.metrics.console_signin_failures.inc();
-    let delay = state.console.sessions.failed();
+    let delay = console.sessions.failed();
     tracing::warn!(
         delay_ms = delay.as_millis() as u64,
         "console: sign-in refused (wrong admin token)"

@@ -124,6 +124,8 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
         }
     }
     let readiness = Arc::new(Readiness::default());
+    // The console's sessions, "Replay all" runs and overview counters.
+    let console = Arc::new(crate::console::Console::default());
     let limits = |listener: &'static str, max_connections, header_read_timeout, lifetimes| {
         let label = metrics::ListenerLabel { listener };
         server::Limits {
@@ -198,7 +200,8 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
             move |request, _peer| {
                 let state = Arc::clone(&state);
                 let readiness = Arc::clone(&readiness);
-                async move { admin::handle(&state, &readiness, request).await }
+                let console = Arc::clone(&console);
+                async move { admin::handle(&state, &readiness, &console, request).await }
             },
             admin_shutdown.clone(),
             Duration::from_secs(1),

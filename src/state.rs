@@ -42,8 +42,6 @@ pub struct State {
     /// Store writes that finish after their request was answered (a nonce
     /// commit on Redis without `min_replicas`); the drain waits for them.
     pub behind: TaskTracker,
-    /// The console's sessions, "Replay all" runs and overview counters.
-    pub console: crate::console::Console,
 }
 
 impl State {
@@ -71,7 +69,6 @@ impl State {
             keys: Fetcher::default(),
             tls,
             behind: TaskTracker::new(),
-            console: crate::console::Console::default(),
         })
     }
 

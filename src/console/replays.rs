@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Serialize;
 
+use super::Console;
 use crate::dlq::{Progress as Step, Replayer};
 use crate::state::State;
 
@@ -55,8 +56,8 @@ impl Replays {
 
     /// Starts replaying every dead letter of `source` in the background, or
     /// finds the run already doing it; returns the run's id.
-    pub fn start(state: &Arc<State>, source: &str) -> String {
-        let replays = &state.console.replays;
+    pub fn start(state: &Arc<State>, console: &Arc<Console>, source: &str) -> String {
+        let replays = &console.replays;
         let id = {
             let mut runs = replays.runs.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some(running) = runs.iter().find(|p| p.source == source && !p.finished) {
@@ -81,6 +82,7 @@ impl Replays {
             id
         };
         let state = Arc::clone(state);
+        let console = Arc::clone(console);
         let (run, source) = (id.clone(), source.to_owned());
         tokio::spawn(async move {
             let runtime = state.runtime();
@@ -90,7 +92,7 @@ impl Replays {
                 forwarder: &state.forwarder,
                 metrics: &state.metrics,
             };
-            let replays = &state.console.replays;
+            let replays = &console.replays;
             let result = replayer
                 .replay_all_with(Some(&source), |step| match step {
                     Step::Listed { total } => replays.update(&run, |p| p.total = Some(total)),

@@ -16,7 +16,7 @@ use crate::trail;
 use super::pages::{self, AttemptRow, DeadEntry, EventFilter, EventRow, Nav};
 use super::session::Session;
 use super::urls::{self, enc};
-use super::{frame, html, redirect, sampler};
+use super::{Console, frame, html, redirect, sampler};
 
 /// Bytes of a dead letter's body shown on the page.
 const BODY_PREVIEW: usize = 4 * 1024;
@@ -54,7 +54,7 @@ fn store_trouble(
 }
 
 /// `GET /console`.
-pub async fn overview(state: &Arc<State>, session: &Session) -> Response<Body> {
+pub async fn overview(state: &Arc<State>, console: &Console, session: &Session) -> Response<Body> {
     let runtime = state.runtime();
     let config = &runtime.config;
     let prefix = &config.store.key_prefix;
@@ -66,8 +66,7 @@ pub async fn overview(state: &Arc<State>, session: &Session) -> Response<Body> {
         }
         Err(_) => Err(format!("no answer within {}s", STORE_WAIT.as_secs())),
     };
-    let (window, covered) = state
-        .console
+    let (window, covered) = console
         .sampler
         .window(sampler::counts(&state.metrics.encode()));
     let keeps = state.store.keeps_queue();
@@ -375,6 +374,7 @@ fn dead_entry(dead: &Dead) -> DeadEntry {
 /// `GET /console/dead-letters[?source&run&replayed&result]`.
 pub async fn dead_letters(
     state: &Arc<State>,
+    console: &Console,
     session: &Session,
     query: &[(String, String)],
 ) -> Response<Body> {
@@ -449,7 +449,7 @@ pub async fn dead_letters(
         }),
         _ => None,
     };
-    let run = urls::value(query, "run").and_then(|id| state.console.replays.get(&id));
+    let run = urls::value(query, "run").and_then(|id| console.replays.get(&id));
     let view = pages::DeadLetters {
         sources: counts.into_iter().collect(),
         source,
@@ -498,14 +498,18 @@ pub async fn replay_one(state: &Arc<State>, form: &[(String, String)]) -> Respon
 
 /// `POST /console/dead-letters/replay-all` (`source`): starts a run in the
 /// background and shows its page.
-pub fn replay_all(state: &Arc<State>, form: &[(String, String)]) -> Response<Body> {
+pub fn replay_all(
+    state: &Arc<State>,
+    console: &Arc<Console>,
+    form: &[(String, String)],
+) -> Response<Body> {
     let runtime = state.runtime();
     let Some(source) =
         urls::value(form, "source").filter(|s| runtime.config.sources.iter().any(|c| &c.name == s))
     else {
         return redirect("/console/dead-letters");
     };
-    let run = super::replays::Replays::start(state, &source);
+    let run = super::replays::Replays::start(state, console, &source);
     redirect(&format!(
         "/console/dead-letters?source={}&run={run}",
         enc(&source)
