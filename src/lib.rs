@@ -232,6 +232,13 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
         );
     }
     let _ = workers.await;
+    // Duplicates counted since the last flush of the trail's tally.
+    if tokio::time::timeout(BEHIND_GRACE, state.store.trail_flush())
+        .await
+        .is_err()
+    {
+        tracing::warn!("duplicate counts still unwritten at exit");
+    }
     let _ = depths.await;
     let _ = store_gauges.await;
     admin_shutdown.cancel();

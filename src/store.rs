@@ -538,6 +538,30 @@ impl Store {
         }
     }
 
+    /// Writes the duplicates counted since the last flush of the tally,
+    /// waiting for the writes (at shutdown).
+    pub async fn trail_flush(&self) {
+        let tally = match self {
+            Store::Memory(_) => return,
+            Store::Sqlite(s) => s.tally(),
+            Store::Redis(r) => r.tally(),
+        };
+        for note in tally.take() {
+            if let Err(e) = self
+                .trail_write(
+                    &note.prefix,
+                    &note.source,
+                    &note.event_id,
+                    note.facts,
+                    note.max,
+                )
+                .await
+            {
+                tracing::debug!(source = %note.source, event_id = %note.event_id, error = %e, "trail write failed");
+            }
+        }
+    }
+
     /// [`Store::trail_note`], waiting for the write (a command that exits
     /// right after, such as `hookgate dlq replay`).
     pub async fn trail_write(

@@ -522,6 +522,11 @@ impl SqliteStore {
         }
     }
 
+    /// The duplicates counted and not yet written.
+    pub fn tally(&self) -> &crate::trail::tally::Tally {
+        &self.inner.tally
+    }
+
     pub async fn trail_get(
         &self,
         source: &str,

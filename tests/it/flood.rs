@@ -227,3 +227,38 @@ async fn failing_again_and_again(store: Store) {
     assert_eq!(app.seen_event(ID).len(), 70);
     gate.stop().await;
 }
+
+/// Copies counted in the last second before a SIGTERM are written by the
+/// drain, not lost with the process.
+#[tokio::test]
+async fn duplicates_counted_just_before_a_shutdown_are_written_on_sqlite() {
+    let store = Store::sqlite();
+    let app = App::start().await;
+    let gate = Gate::start(&store.config(&app, "", &source("gh", ""))).await;
+    let sent = crate::delivery_kit::send_signed(gate.public, "gh", ID, CAPTURED).await;
+    assert_eq!(sent.status, 200, "{}", sent.body);
+    event_in(gate.admin, "gh", ID, "delivered", 1).await;
+    replay(&gate, 3).await;
+    gate.stop().await;
+    let Store::Kept(backend) = &store else {
+        unreachable!("a sqlite store")
+    };
+    let path = backend.db_path().expect("a sqlite path");
+    let conn =
+        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open read-only");
+    let facts: String = conn
+        .query_row(
+            "SELECT facts FROM events WHERE source = 'gh' AND event_id = ?1",
+            [ID],
+            |r| r.get(0),
+        )
+        .expect("the event's row");
+    let counted: u64 = facts
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|f| f["fact"] == "duplicates")
+        .filter_map(|f| f["count"].as_u64())
+        .sum();
+    assert_eq!(counted, 3, "{facts}");
+}

@@ -168,6 +168,11 @@ impl RedisStore {
         }
     }
 
+    /// The duplicates counted and not yet written.
+    pub fn tally(&self) -> &crate::trail::tally::Tally {
+        &self.tally
+    }
+
     /// Queues facts for the writer task (started on first use), without waiting.
     pub fn trail_note(&self, item: Note) {
         let queue = self.trail_queue.get_or_init(|| {
