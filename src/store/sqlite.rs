@@ -26,9 +26,14 @@ use super::keys::{self, Named};
 use super::{Claim, Error, Meta, Note, Stored};
 
 pub mod schema;
+pub mod trail;
 pub mod writer;
 
-use writer::{Job, Op, Reply, Table, TrailWrite};
+/// Rows one purge pass deletes per table at most (the trail's trim too).
+pub const PURGE_LIMIT: i64 = 2000;
+
+use trail::TrailWrite;
+use writer::{Job, Op, Reply, Table};
 
 /// `[store] sync`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
