@@ -168,6 +168,9 @@ pub enum KeyKind {
     Certificate,
     /// `{"keys":[{"kid","kty":"RSA","n","e"},…]}`.
     Jwks,
+    /// `{"keys":[{"kty":"OKP","crv":"Ed25519","x"},…]}` (RFC 8037); a key
+    /// id is not needed: a signature names none, so every key is tried.
+    Ed25519Jwks,
 }
 
 /// A fetched key, parsed.
@@ -176,6 +179,8 @@ pub enum Keys {
     Certificate(RsaKey),
     /// RSA keys by key id.
     Set(Vec<(String, RsaKey)>),
+    /// Raw Ed25519 public keys, in the set's order.
+    Ed25519(Vec<[u8; 32]>),
 }
 
 impl Keys {
@@ -183,7 +188,15 @@ impl Keys {
     pub fn by_kid(&self, kid: &str) -> Option<&RsaKey> {
         match self {
             Keys::Set(keys) => keys.iter().find(|(id, _)| id == kid).map(|(_, k)| k),
-            Keys::Certificate(_) => None,
+            Keys::Certificate(_) | Keys::Ed25519(_) => None,
+        }
+    }
+
+    /// The Ed25519 keys of a set (none for other kinds).
+    pub fn ed25519(&self) -> &[[u8; 32]] {
+        match self {
+            Keys::Ed25519(keys) => keys,
+            _ => &[],
         }
     }
 }
@@ -221,8 +234,13 @@ struct Slot {
 
 #[derive(Default)]
 struct SlotState {
+    /// The keys last fetched and until when they are fresh; kept past that
+    /// for [`Fetcher::held`].
     keys: Option<(Arc<Keys>, Instant)>,
     fetched_at: Option<Instant>,
+    /// The last fetch started, whatever came of it: a refresh's cooldown
+    /// runs from it, so a key server that is down is not asked more often.
+    tried_at: Option<Instant>,
     failed: Option<(Instant, String)>,
 }
 
@@ -243,6 +261,8 @@ pub struct Fetcher {
     timeout: Duration,
     /// Fetches made (not answered from the cache), for tests and logs.
     fetches: std::sync::atomic::AtomicU64,
+    /// `hookgate_key_fetch_failures_total`, once the metrics exist.
+    failures: OnceLock<prometheus_client::metrics::counter::Counter>,
 }
 
 impl Default for Fetcher {
@@ -258,7 +278,34 @@ impl Fetcher {
             system_roots: OnceLock::new(),
             timeout,
             fetches: std::sync::atomic::AtomicU64::new(0),
+            failures: OnceLock::new(),
         }
+    }
+
+    /// Counts each failed fetch in `counter` from now on.
+    pub fn count_failures(&self, counter: prometheus_client::metrics::counter::Counter) {
+        let _ = self.failures.set(counter);
+    }
+
+    /// The keys `url` served last, fresh or not: what a source whose key
+    /// server is down goes on verifying with.
+    pub async fn held(&self, url: &KeyUrl) -> Option<Arc<Keys>> {
+        let slot = self.slot(url);
+        let state = slot.state.lock().await;
+        state.keys.as_ref().map(|(keys, _)| Arc::clone(keys))
+    }
+
+    /// As [`Fetcher::refresh`], with `cooldown` instead of
+    /// [`REFRESH_COOLDOWN`]: a set fetched less than `cooldown` ago is
+    /// answered from the cache, whoever asks and however often.
+    pub async fn refresh_within(
+        &self,
+        url: &KeyUrl,
+        kind: KeyKind,
+        policy: &KeyPolicy,
+        cooldown: Duration,
+    ) -> Result<Arc<Keys>, FetchError> {
+        self.keys_inner(url, kind, policy, Some(cooldown)).await
     }
 
     /// How many fetches went out so far.
@@ -274,7 +321,7 @@ impl Fetcher {
         kind: KeyKind,
         policy: &KeyPolicy,
     ) -> Result<Arc<Keys>, FetchError> {
-        self.keys_inner(url, kind, policy, false).await
+        self.keys_inner(url, kind, policy, None).await
     }
 
     /// As [`Fetcher::keys`], but a cached copy older than
@@ -286,7 +333,8 @@ impl Fetcher {
         kind: KeyKind,
         policy: &KeyPolicy,
     ) -> Result<Arc<Keys>, FetchError> {
-        self.keys_inner(url, kind, policy, true).await
+        self.keys_inner(url, kind, policy, Some(REFRESH_COOLDOWN))
+            .await
     }
 
     async fn keys_inner(
@@ -294,18 +342,36 @@ impl Fetcher {
         url: &KeyUrl,
         kind: KeyKind,
         policy: &KeyPolicy,
-        refresh: bool,
+        refresh: Option<Duration>,
     ) -> Result<Arc<Keys>, FetchError> {
         let slot = self.slot(url);
         let mut state = slot.state.lock().await;
         let now = Instant::now();
-        let recent = state
-            .fetched_at
-            .is_some_and(|at| now.saturating_duration_since(at) < REFRESH_COOLDOWN);
+        let recent = |cooldown: Duration| {
+            state
+                .tried_at
+                .is_some_and(|at| now.saturating_duration_since(at) < cooldown)
+        };
         if let Some(keys) = state.fresh(now)
-            && (!refresh || recent)
+            && refresh.is_none_or(recent)
         {
             return Ok(keys);
+        }
+        // Asked again for a set fetched within the cooldown (it may have
+        // expired since): the cooldown holds, whatever drives the asking.
+        if let Some(cooldown) = refresh
+            && recent(cooldown)
+        {
+            return match &state.keys {
+                Some((keys, _)) => Ok(Arc::clone(keys)),
+                None => Err(FetchError::RecentlyFailed(
+                    state
+                        .failed
+                        .as_ref()
+                        .map(|(_, why)| why.clone())
+                        .unwrap_or_default(),
+                )),
+            };
         }
         if let Some((at, why)) = &state.failed
             && now.saturating_duration_since(*at) < FAILURE_HOLD
@@ -314,6 +380,7 @@ impl Fetcher {
         }
         self.fetches
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        state.tried_at = Some(now);
         let fetched = match self.get(url, policy).await {
             Ok((headers, body)) => parse(kind, &headers, &body),
             Err(e) => Err(e),
@@ -329,6 +396,9 @@ impl Fetcher {
                 Ok(keys)
             }
             Err(e) => {
+                if let Some(failures) = self.failures.get() {
+                    failures.inc();
+                }
                 tracing::warn!(url = %url.as_str(), host = url.host(), error = %e, "provider key fetch failed");
                 state.failed = Some((done, e.to_string()));
                 Err(e)
@@ -501,6 +571,11 @@ pub fn parse(
             let left = Duration::from_secs(u64::try_from(not_after - now).unwrap_or(0));
             Ok((Keys::Certificate(key), left.clamp(MIN_CACHE, MAX_CACHE)))
         }
+        KeyKind::Ed25519Jwks => {
+            let keys = ed25519_jwks(body)?;
+            let ttl = max_age(headers).unwrap_or(DEFAULT_JWKS_CACHE);
+            Ok((Keys::Ed25519(keys), ttl.clamp(MIN_CACHE, MAX_CACHE)))
+        }
         KeyKind::Jwks => {
             let keys = jwks(body)?;
             let ttl = max_age(headers).unwrap_or(DEFAULT_JWKS_CACHE);
@@ -560,6 +635,35 @@ pub fn jwks(body: &[u8]) -> Result<Vec<(String, RsaKey)>, FetchError> {
         return Err(FetchError::NotAKey(
             "the JWK Set holds no RSA key with a kid",
         ));
+    }
+    Ok(keys)
+}
+
+/// The OKP/Ed25519 keys of a JWK Set (RFC 8037: `x` is the raw 32-byte
+/// public key, base64url); other keys are skipped.
+pub fn ed25519_jwks(body: &[u8]) -> Result<Vec<[u8; 32]>, FetchError> {
+    #[derive(serde::Deserialize)]
+    struct Set {
+        keys: Vec<serde_json::Value>,
+    }
+    let set: Set =
+        serde_json::from_slice(body).map_err(|_| FetchError::NotAKey("not a JWK Set"))?;
+    let keys: Vec<[u8; 32]> = set
+        .keys
+        .iter()
+        .filter(|k| k["kty"] == "OKP" && k["crv"] == "Ed25519")
+        .filter_map(|k| {
+            let x = k["x"].as_str()?;
+            let raw = base64::Engine::decode(
+                &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+                x.trim_end_matches('='),
+            )
+            .ok()?;
+            raw.try_into().ok()
+        })
+        .collect();
+    if keys.is_empty() {
+        return Err(FetchError::NotAKey("the JWK Set holds no OKP/Ed25519 key"));
     }
     Ok(keys)
 }

@@ -123,6 +123,17 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
             Err(e) => tracing::warn!(listener = name, error = %e, "listener has no local address"),
         }
     }
+    // Key sets of the sources that verify with one, fetched now so the
+    // first request does not wait for them.
+    for source in &state.runtime().config.sources {
+        if let Some(set) = source
+            .scheme
+            .provider_as::<crate::scheme::PublicKeySource>()
+        {
+            let (state, set) = (Arc::clone(&state), set.clone());
+            tokio::spawn(async move { set.prefetch(&state.keys).await });
+        }
+    }
     let readiness = Arc::new(Readiness::default());
     // The console's sessions, "Replay all" runs and overview counters.
     let console = Arc::new(crate::console::Console::default());

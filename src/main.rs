@@ -355,7 +355,7 @@ fn sign(
     let no_key = hookgate::secret::Secret::new(Vec::new());
     // Schemes whose key comes from the provider hold no secret; `sign`
     // refuses them with its own reason.
-    let key = match found.keys.first() {
+    let key = match found.scheme.signing_key(&found.keys).or(found.keys.first()) {
         Some(key) => Some(key),
         None if found.scheme.fetches_keys() => Some(&no_key),
         None => None,

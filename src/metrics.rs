@@ -118,6 +118,8 @@ pub struct Metrics {
     pub config_reloads: Family<ReloadResult, Counter>,
     /// Console sign-ins refused for a wrong admin token.
     pub console_signin_failures: Counter,
+    /// Fetches of a provider's keys (certificates, key sets) that failed.
+    pub key_fetch_failures: Counter,
     /// Seconds each fdatasync of the SQLite WAL took.
     pub store_sync: Histogram,
     /// Writes per SQLite group commit.
@@ -252,6 +254,12 @@ impl Metrics {
             "Console sign-ins refused for a wrong admin token",
             console_signin_failures.clone(),
         );
+        let key_fetch_failures = Counter::default();
+        registry.register(
+            "hookgate_key_fetch_failures",
+            "Fetches of a provider's keys (certificates, JWK Sets) that failed; a source with keys fetched before goes on with them",
+            key_fetch_failures.clone(),
+        );
         let config_reloads = Family::<ReloadResult, Counter>::default();
         registry.register(
             "hookgate_config_reloads",
@@ -324,6 +332,7 @@ impl Metrics {
             replication_timeouts,
             config_reloads,
             console_signin_failures,
+            key_fetch_failures,
             store_sync,
             store_batch,
             connections_open,

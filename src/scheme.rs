@@ -33,6 +33,7 @@ mod msgraph;
 mod paypal;
 mod plivo;
 mod provider;
+mod public_keys;
 mod resign;
 mod sendgrid;
 mod shopify;
@@ -49,6 +50,7 @@ pub use google_oidc::{GOOGLE_JWKS, GOOGLE_JWKS_HOST, GoogleSource};
 pub use handshake::Handshake;
 pub use paypal::PayPalSource;
 pub use provider::{Coded, Delivery, DynEq, Fetching, Provider, Signing};
+pub use public_keys::{GEMINI_JWKS, GEMINI_JWKS_HOST, PublicKeySource, REFETCH_EVERY};
 pub use sns::SnsSource;
 
 /// What a successful verification proves about a request.
@@ -328,6 +330,7 @@ const CODED: &[(&str, Build)] = &[
     ("sns", |_| Box::new(SnsSource::default())),
     ("paypal", |_| Box::new(PayPalSource::default())),
     ("google-oidc", |_| Box::new(GoogleSource::default())),
+    ("gemini", |_| Box::new(PublicKeySource::gemini())),
 ];
 
 /// The provider behind a [`Scheme`], borrowed from it: a
@@ -415,6 +418,12 @@ impl Scheme {
         self.provider().name()
     }
 
+    /// `scheme = "standard"` whose `v1a` keys are also published at `url`
+    /// (`[source.keys] jwks_url`).
+    pub fn with_key_set(url: crate::keyfetch::KeyUrl) -> Scheme {
+        Scheme::Coded(Coded::new(Box::new(PublicKeySource::standard(url))))
+    }
+
     /// The scheme called `name` (any word but `generic`), with the source's
     /// `public_url` for schemes that sign it. `None` for an unknown word.
     pub fn by_name(name: &str, public_url: Option<&str>) -> Option<Scheme> {
@@ -485,6 +494,25 @@ impl Scheme {
             now,
         };
         self.provider().verify(&d)
+    }
+
+    /// Whether `key` (prepared by [`Scheme::prepare_key`]) can sign: a
+    /// `whpk_` public key only verifies.
+    pub fn can_sign_with(&self, key: &Secret) -> bool {
+        self.provider().can_sign_with(key)
+    }
+
+    /// The first of `keys` that can sign, for `hookgate sign` and the
+    /// default of `[source.resign]`.
+    pub fn signing_key<'a>(&self, keys: &'a [Secret]) -> Option<&'a Secret> {
+        keys.iter().find(|k| self.can_sign_with(k))
+    }
+
+    /// Whether the source takes `secrets`: every scheme keyed by them, and
+    /// those that fetch a JWK Set beside them (`standard` with
+    /// `[source.keys] jwks_url`, `gemini`).
+    pub fn takes_secrets(&self) -> bool {
+        self.provider().takes_secrets()
     }
 
     /// Whether the key comes from the provider at request time (and so

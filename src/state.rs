@@ -61,12 +61,14 @@ impl State {
             }
             Store::Memory(_) => {}
         }
+        let keys = Fetcher::default();
+        keys.count_failures(metrics.key_fetch_failures.clone());
         Ok(State {
             runtime: ArcSwap::from_pointee(Runtime::new(config)),
             store,
             forwarder: Forwarder::new(),
             metrics,
-            keys: Fetcher::default(),
+            keys,
             tls,
             behind: TaskTracker::new(),
         })

@@ -11,7 +11,10 @@ use toml::Spanned;
 use super::Check;
 use super::raw::{RawKeys, RawSource};
 use crate::keyfetch::{KeyPolicy, KeyUrl};
-use crate::scheme::{GOOGLE_JWKS_HOST, GoogleSource, PayPalSource, Scheme, SnsSource};
+use crate::scheme::{
+    GEMINI_JWKS_HOST, GOOGLE_JWKS_HOST, GoogleSource, PayPalSource, PublicKeySource, Scheme,
+    SnsSource,
+};
 
 /// Applies and checks the provider-key options of source `label` on
 /// `scheme`; `None` when one is wrong (each problem reported).
@@ -23,8 +26,25 @@ pub(super) fn apply(
     scheme: Option<Scheme>,
 ) -> Option<Scheme> {
     let field = |k: &str| format!("{label}.{k}");
-    let name = scheme.as_ref().map(Scheme::name).unwrap_or_default();
+    let jwks_url = r.keys.as_ref().and_then(|k| k.get_ref().jwks_url.as_ref());
     let mut ok = true;
+    // `standard` with a JWK Set verifies `v1a` against its keys too.
+    let scheme = match (scheme, jwks_url) {
+        (Some(Scheme::Standard), Some(raw)) => match KeyUrl::parse(raw.get_ref()) {
+            Some(url) => Some(Scheme::with_key_set(url)),
+            None => {
+                c.at(
+                    raw,
+                    &field("keys.jwks_url"),
+                    "must be an https URL with a host",
+                );
+                ok = false;
+                Some(Scheme::Standard)
+            }
+        },
+        (scheme, _) => scheme,
+    };
+    let name = scheme.as_ref().map(Scheme::name).unwrap_or_default();
     let mut refuse = |c: &mut Check<'_>, span: std::ops::Range<usize>, key: &str, wants: &str| {
         c.push(
             Some(span),
@@ -65,7 +85,7 @@ pub(super) fn apply(
                 &field("keys"),
                 format!(
                     "does not apply: scheme \"{name}\" fetches no key; [source.keys] is for \
-                     sns, paypal and google-oidc"
+                     sns, paypal, google-oidc, gemini and standard (with jwks_url)"
                 ),
             );
             ok = false;
@@ -83,15 +103,19 @@ pub(super) fn apply(
         ok &= paypal(c, label, r, table, p, keys);
     } else if let Some(g) = scheme.provider_mut::<GoogleSource>() {
         ok &= google(c, label, r, table, g, keys);
+    } else if let Some(p) = scheme.provider_mut::<PublicKeySource>() {
+        ok &= public_keys(c, label, r, p, keys);
     }
     if let (Some(raw), false) = (
-        r.keys.as_ref().and_then(|k| k.get_ref().jwks_url.as_ref()),
-        scheme.provider_as::<GoogleSource>().is_some(),
+        jwks_url,
+        scheme.provider_as::<GoogleSource>().is_some()
+            || scheme.provider_as::<PublicKeySource>().is_some(),
     ) {
         c.at(
             raw,
             &field("keys.jwks_url"),
-            "does not apply: only scheme = \"google-oidc\" fetches a JWK Set; remove it",
+            "does not apply: only schemes google-oidc, gemini and standard fetch a JWK Set; \
+             remove it",
         );
         ok = false;
     }
@@ -230,6 +254,45 @@ fn google(
     }
     g.keys = keys;
     ok
+}
+
+/// `keys.jwks_url` of a `standard` or `gemini` source (any https host for
+/// `standard`; Google's for `gemini` unless `allow_hosts` lists another);
+/// whether it is right.
+fn public_keys(
+    c: &mut Check<'_>,
+    label: &str,
+    r: &RawSource,
+    p: &mut PublicKeySource,
+    keys: KeyPolicy,
+) -> bool {
+    p.keys = keys;
+    let Some(raw) = r.keys.as_ref().and_then(|k| k.get_ref().jwks_url.as_ref()) else {
+        return true;
+    };
+    let f = format!("{label}.keys.jwks_url");
+    match KeyUrl::parse(raw.get_ref()) {
+        Some(url) if p.allows_host(url.host()) => {
+            p.jwks_url = url;
+            true
+        }
+        Some(url) => {
+            c.at(
+                raw,
+                &f,
+                format!(
+                    "host \"{}\" is not Google's ({GEMINI_JWKS_HOST}); add it to \
+                     keys.allow_hosts to fetch keys from a test server",
+                    url.host()
+                ),
+            );
+            false
+        }
+        None => {
+            c.at(raw, &f, "must be an https URL with a host");
+            false
+        }
+    }
 }
 
 fn text(v: &Spanned<String>) -> Result<String, &'static str> {

@@ -42,12 +42,15 @@ pub(super) fn build(
             ),
         );
     }
-    let required = match remote {
-        Some(_) => None,
-        None => c.required(&r.secrets, table.clone(), &secrets_field),
+    // A scheme that fetches a key set beside `secrets` takes them optionally.
+    let fetches = scheme.is_some_and(Scheme::fetches_keys);
+    let required = match (remote, fetches) {
+        (Some(_), _) => None,
+        (None, true) => r.secrets.as_ref(),
+        (None, false) => c.required(&r.secrets, table.clone(), &secrets_field),
     };
     let keys = match required {
-        None => (remote.is_some() && r.secrets.is_none()).then(Vec::new),
+        None => (fetches && r.secrets.is_none()).then(Vec::new),
         Some(s) => match s.get_ref() {
             RawSecrets::NotAnArray => {
                 c.at(
@@ -172,11 +175,30 @@ fn resign(
         return None;
     }
     match &table.get_ref().secret {
-        None => Some(keys?.first().cloned()),
+        None => match scheme.signing_key(keys?) {
+            Some(key) => Some(Some(key.clone())),
+            None => {
+                c.at(
+                    table,
+                    field,
+                    "needs secret: the source's secrets hold no key hookgate can sign with \
+                     (a whpk_ public key only verifies); give resign.secret = a whsec_ secret",
+                );
+                None
+            }
+        },
         Some(entry) => {
             let secret_field = format!("{field}.secret");
             let (secret, origin) = resolve_secret(c, entry, &secret_field, files)?;
             match scheme.prepare_key(&secret) {
+                Ok(key) if !scheme.can_sign_with(&key) => {
+                    c.at(
+                        entry,
+                        &secret_field,
+                        format!("{origin}a whpk_ public key cannot sign; give a whsec_ secret"),
+                    );
+                    None
+                }
                 Ok(key) => Some(Some(key)),
                 Err(m) => {
                     c.at(entry, &secret_field, format!("{origin}{m}"));

@@ -460,7 +460,7 @@ fn source_body(
 
     let remote = scheme
         .as_ref()
-        .filter(|s| s.fetches_keys())
+        .filter(|s| s.fetches_keys() && !s.takes_secrets())
         .map(Scheme::name);
     let scheme = keys::apply(c, label, r, table.clone(), scheme);
     // Secrets: `secrets` prepared for the scheme, `verify_token`, `[source.resign]`.

@@ -2756,7 +2756,7 @@ fn source_keys_widen_hosts_only_explicitly() {
         &src,
         "source[r].keys.jwks_url",
         "jwks_url",
-        "only scheme = \"google-oidc\"",
+        "only schemes google-oidc, gemini and standard",
     );
     for bad in ["https://127.0.0.1", "127.0.0.1:8443", "*.example.com", ""] {
         let src = remote(

@@ -112,6 +112,18 @@ pub trait Provider: Debug + Send + Sync {
         }
     }
 
+    /// Whether `key` (prepared) can sign: a public key only verifies.
+    fn can_sign_with(&self, _key: &Secret) -> bool {
+        true
+    }
+
+    /// Whether the source takes `secrets` even though its keys are also
+    /// fetched (a JWK Set beside configured keys); by default only schemes
+    /// that fetch nothing do.
+    fn takes_secrets(&self) -> bool {
+        self.key_policy().is_none()
+    }
+
     /// The `[source.keys]` policy of a scheme whose key comes from the
     /// provider; `None` for every scheme keyed by `secrets`.
     fn key_policy(&self) -> Option<&KeyPolicy> {

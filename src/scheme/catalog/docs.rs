@@ -85,15 +85,17 @@ const CODED: &[Coded] = &[
     Coded {
         name: "standard",
         provider: "Standard Webhooks (webhook-* or svix-*)",
-        headers: "`webhook-signature: v1,… [v1,…]`, `webhook-timestamp`, `webhook-id`",
+        headers: "`webhook-signature: v1,… [v1a,…]`, `webhook-timestamp`, `webhook-id`",
         signed: "`{id}.{timestamp}.{body}`",
-        algorithm: "HMAC-SHA256, base64; secret `whsec_` + base64",
+        algorithm: "`v1`: HMAC-SHA256, base64, secret `whsec_` + base64; `v1a`: Ed25519, base64, public key `whpk_` + base64 in `secrets` or OKP keys of a JWK Set at `[source.keys] jwks_url` (both kinds in one list)",
         tolerance: "5m (default)",
         id: "header `webhook-id`",
         kind: "body `/type`",
         handshake: "—",
-        vector: "shared: standard-webhooks/standard-webhooks libraries/go/webhook_test.go",
-        sdk: Sdk::Checked("npm standardwebhooks 1.1.1"),
+        vector: "shared: standard-webhooks/standard-webhooks libraries/go/webhook_test.go (v1); v1a: acidb/mobiscroll-connect-sdks sdks/ruby/spec/fixtures/webhook-vectors.json @ 3da3f497 (the standard publishes none) and RFC 8032 §7.1",
+        sdk: Sdk::Checked(
+            "npm standardwebhooks 1.1.1 (v1; the current releases, PyPI standardwebhooks 1.3.0 and npm 1.3.0, verify v1 only)",
+        ),
         published: true,
     },
     Coded {
@@ -304,6 +306,22 @@ const CODED: &[Coded] = &[
         ),
         published: false,
     },
+    Coded {
+        name: "gemini",
+        provider: "[Google Gemini API](https://ai.google.dev/gemini-api/docs/webhooks) webhooks (per-request `webhook_config`)",
+        headers: "`webhook-signature: v1a,…`, `webhook-timestamp`, `webhook-id`",
+        signed: "`{id}.{timestamp}.{body}`",
+        algorithm: "Ed25519 (Standard Webhooks `v1a`), base64; keys: the OKP keys of Google's JWK Set (`https://generativelanguage.googleapis.com/.well-known/jwks.json`), every one tried; no `secrets` needed (`whsec_` ones for project-level `v1` webhooks may be listed too)",
+        tolerance: "5m (default; Google's docs: 5 minutes)",
+        id: "header `webhook-id`",
+        kind: "body `/type`",
+        handshake: "—",
+        vector: "no published Gemini delivery; Google's docs show RS256 JWTs while live deliveries carry v1a (googleapis/python-genai issue 2927); checked with the standard's v1a vectors and keys served as a JWK Set by a local server (tests/it/keys.rs)",
+        sdk: Sdk::NotRun(
+            "google-genai 3.6.1 ships no webhook verifier, and standardwebhooks 1.3.0 skips v1a",
+        ),
+        published: false,
+    },
 ];
 
 fn loc(l: Option<Loc>) -> String {
@@ -413,8 +431,9 @@ pub(super) fn render() -> String {
          fresh requests. Header names are case-insensitive. Where a scheme signs the URL the \
          sender posts to, set `public_url` on the source to that URL exactly as configured at \
          the sender. Public-key schemes take the provider's public key in `secrets`, except \
-         `sns`, `paypal` and `google-oidc`, which take none: hookgate fetches the provider's \
-         key itself (docs/configuration.md).\n\n\
+         `sns`, `paypal`, `google-oidc` and `gemini`, which take none: hookgate fetches the \
+         provider's key itself (docs/configuration.md). `hookgate sign` cannot sign for a \
+         source that holds only public keys.\n\n\
          The last column says where each known-answer test comes from: the provider's \
          documentation, its official SDK's tests, a shared standard's published vector, or — \
          where no published vector was found — an independent computation of the \
