@@ -217,6 +217,21 @@ fn check(path: &Path) -> ExitCode {
                     hookgate::config::StoreKind::RedisSentinel(_) => "redis-sentinel",
                 }
             );
+            // Standard Webhooks sources that verify with public keys only:
+            // `hookgate sign` has no whsec_ secret to sign with.
+            let public: Vec<&str> = config
+                .sources
+                .iter()
+                .filter(|s| matches!(s.scheme.name(), "standard" | "gemini"))
+                .filter(|s| s.scheme.signing_key(&s.keys).is_none())
+                .map(|s| s.name.as_str())
+                .collect();
+            if !public.is_empty() {
+                println!(
+                    "note: public keys only (hookgate sign cannot sign for them): {}",
+                    public.join(", ")
+                );
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {

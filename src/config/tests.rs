@@ -2891,3 +2891,75 @@ fn fifty_thousand_sources_are_checked_and_the_last_routes_like_the_first() {
         &format!("already used by source[s7] on line {first}"),
     );
 }
+
+/// `whpk_` keys sit in `secrets` beside `whsec_` ones; `[source.keys]
+/// jwks_url` turns a `standard` source into one that also checks a key set
+/// (any https host: the operator names the sender's); `gemini` needs no
+/// secrets and fetches from Google's host unless `allow_hosts` widens it;
+/// a re-signing source needs a key that can sign.
+#[test]
+fn public_key_sources_and_what_they_take() {
+    let pk = "whpk_0r0+Z02Sv1SRb1QjsKUnil6t2oqtAyhn5HHfKgbTXFs=";
+    let c = config(&with(&format!(
+        "\n[[source]]\nname = \"std\"\npath = \"/std\"\nscheme = \"standard\"\n\
+         secrets = [\"{pk}\", \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"]\n\
+         [source.keys]\njwks_url = \"https://keys.example.com/jwks.json\"\n\
+         \n[[source]]\nname = \"gem\"\npath = \"/gem\"\nscheme = \"gemini\"\n"
+    )));
+    let std = &c.sources[1];
+    assert_eq!(std.scheme.name(), "standard");
+    assert!(std.scheme.fetches_keys());
+    assert_eq!(std.keys.len(), 2);
+    assert_eq!(std.scheme.signing_key(&std.keys), Some(&std.keys[1]));
+    let gem = &c.sources[2];
+    assert_eq!((gem.scheme.name(), gem.keys.len()), ("gemini", 0));
+
+    let src = with(
+        "\n[[source]]\nname = \"gem\"\npath = \"/gem\"\nscheme = \"gemini\"\n\
+         [source.keys]\njwks_url = \"https://evil.example/jwks.json\" # HOST\n",
+    );
+    has(
+        &problems(&src),
+        &src,
+        "source[gem].keys.jwks_url",
+        "# HOST",
+        "is not Google's",
+    );
+
+    let src = with(&format!(
+        "\n[[source]]\nname = \"pk\"\npath = \"/pk\"\nscheme = \"standard\"\n\
+         secrets = [\"{pk}\"]\n[source.resign] # RESIGN\n"
+    ));
+    has(
+        &problems(&src),
+        &src,
+        "source[pk].resign",
+        "# RESIGN",
+        "no key hookgate can sign with",
+    );
+    let src = with(&format!(
+        "\n[[source]]\nname = \"pk\"\npath = \"/pk\"\nscheme = \"standard\"\n\
+         secrets = [\"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"]\n[source.resign]\n\
+         secret = \"{pk}\" # KEY\n"
+    ));
+    has(
+        &problems(&src),
+        &src,
+        "source[pk].resign.secret",
+        "# KEY",
+        "cannot sign",
+    );
+    let src = with(
+        "\n[[source]]\nname = \"pk\"\npath = \"/pk\"\nscheme = \"standard\"\n\
+         secrets = [\"whsk_nWGxne/9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A=\"] # PRIVATE\n",
+    );
+    let ps = problems(&src);
+    has(
+        &ps,
+        &src,
+        "source[pk].secrets[0]",
+        "# PRIVATE",
+        "private key",
+    );
+    assert!(!show(&ps).contains("nWGxne"), "{}", show(&ps));
+}

@@ -47,6 +47,8 @@
 //! - `monitoring`: the chart's dashboard panels and alert expressions asked
 //!   of a real Prometheus scraping hookgate under load.
 //! - `keys`: `sns`, `paypal`, `google-oidc` against a local HTTPS key server.
+//! - `public_keys`: Standard Webhooks `v1a` (Ed25519) by `whpk_` keys and by a
+//!   JWK Set from a local HTTPS key server, and the `gemini` scheme.
 //! - `upstream_conn`: connections to the app: keep-alive reuse, apps closing
 //!   idle connections, chunked and close-delimited answers, silent or broken
 //!   answers, an `https://` app.
@@ -79,6 +81,7 @@ mod observe;
 mod ordering;
 mod pipeline;
 mod properties;
+mod public_keys;
 mod queue;
 mod redis_store;
 mod reload;
