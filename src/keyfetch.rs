@@ -834,3 +834,35 @@ mod tests {
         assert!(!policy.allows_host("127.0.0.2"));
     }
 }
+
+#[cfg(test)]
+mod ed25519_sets {
+    use super::*;
+
+    /// RFC 8037 appendix A.2's public key as a JWK, beside keys that are not
+    /// Ed25519 and one whose `x` is the wrong length.
+    #[test]
+    fn okp_ed25519_keys_are_read_and_others_skipped() {
+        let body = br#"{"keys":[
+            {"kty":"RSA","kid":"r","n":"AQAB","e":"AQAB"},
+            {"kty":"OKP","crv":"X25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"},
+            {"kty":"OKP","crv":"Ed25519","x":"AAAA"},
+            {"kty":"OKP","crv":"Ed25519","kid":"g1","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}
+        ]}"#;
+        let keys = ed25519_jwks(body).expect("one usable key");
+        assert_eq!(keys.len(), 1);
+        assert_eq!(
+            hex::encode(keys[0]),
+            "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a"
+        );
+        assert!(
+            ed25519_jwks(br#"{"keys":[{"kty":"RSA","kid":"r","n":"AQAB","e":"AQAB"}]}"#).is_err()
+        );
+        assert!(ed25519_jwks(b"<html>").is_err());
+        let mut headers = HeaderMap::new();
+        headers.insert(header::CACHE_CONTROL, "max-age=600".parse().expect("value"));
+        let (parsed, ttl) = parse(KeyKind::Ed25519Jwks, &headers, body).expect("a key set");
+        assert_eq!(parsed.ed25519().len(), 1);
+        assert_eq!(ttl, Duration::from_secs(600));
+    }
+}
