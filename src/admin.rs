@@ -8,6 +8,10 @@
 //! they did not exist. The token is compared in constant time (as SHA-256
 //! digests, so its length does not leak either) and never logged.
 //!
+//! Also behind the token, delivery per source (DESIGN §6a): `GET /sources`,
+//! `POST /sources/{name}/pause` (optional `{"reason": "…"}`) and
+//! `POST /sources/{name}/resume`; a forward source is `409 forward_source`.
+//!
 //! `/console` and the paths under it are the console's ([`crate::console`]),
 //! which has its own sign-in and answers 404 without a token as well.
 
@@ -25,6 +29,7 @@ use subtle::ConstantTimeEq;
 use crate::dlq::{self, Replayer};
 use crate::events;
 use crate::outcome::{Body, json_response as json, text_response as text};
+use crate::pause;
 use crate::secret::Secret;
 use crate::state::State;
 use crate::trail;
@@ -70,6 +75,9 @@ where
     }
     if path == "/dlq" || path == "/dlq/replay" {
         return dead_letters(state, request).await;
+    }
+    if path == "/sources" || path.starts_with("/sources/") {
+        return sources(state, request).await;
     }
     let method = request.method();
     if method != Method::GET && method != Method::HEAD {
@@ -228,6 +236,77 @@ fn unauthorized() -> Response<Body> {
         .headers_mut()
         .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     response
+}
+
+/// `GET /sources` (every source's delivery state) and `POST
+/// /sources/{name}/pause` (optional `{"reason": "…"}`) and
+/// `/sources/{name}/resume` (DESIGN §6a), behind the admin token.
+async fn sources<B>(state: &Arc<State>, request: Request<B>) -> Response<Body>
+where
+    B: hyper::body::Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let runtime = state.runtime();
+    let Some(token) = &runtime.config.admin.token else {
+        return text(StatusCode::NOT_FOUND, "not found\n");
+    };
+    if !authorized(request.headers(), token) {
+        return unauthorized();
+    }
+    let config = &runtime.config;
+    let path = request.uri().path().to_owned();
+    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    match (request.method().clone(), parts.as_slice()) {
+        (Method::GET, ["sources"]) => match pause::list(&state.store, config).await {
+            Ok(list) => json(StatusCode::OK, &serde_json::json!({ "sources": list })),
+            Err(e) => store_error(&e.into()),
+        },
+        (Method::POST, ["sources", name, action @ ("pause" | "resume")]) => {
+            let name = percent_decode(name).unwrap_or_default();
+            let body = match Limited::new(request.into_body(), MAX_ADMIN_BODY)
+                .collect()
+                .await
+            {
+                Ok(body) => body.to_bytes(),
+                Err(_) => return bad_request("the body could not be read (at most 64 KiB)"),
+            };
+            #[derive(serde::Deserialize)]
+            struct Asked {
+                reason: Option<String>,
+            }
+            let reason = if body.is_empty() {
+                None
+            } else {
+                match serde_json::from_slice::<Asked>(&body) {
+                    Ok(asked) => asked.reason,
+                    Err(_) => return bad_request(r#"expected no body or {"reason": "…"}"#),
+                }
+            };
+            let done = if *action == "pause" {
+                pause::pause(&state.store, config, &name, "admin-api", reason.as_deref())
+                    .await
+                    .map(|p| serde_json::json!({"source": name, "paused": p}))
+            } else {
+                pause::resume(&state.store, config, &name, "admin-api")
+                    .await
+                    .map(|was| serde_json::json!({"source": name, "paused": null, "was_paused": was}))
+            };
+            match done {
+                Ok(v) => json(StatusCode::OK, &v),
+                Err(pause::Refused::NoSuchSource(_)) => json(
+                    StatusCode::NOT_FOUND,
+                    &serde_json::json!({"error": "unknown_source"}),
+                ),
+                Err(e @ pause::Refused::Forward(_)) => json(
+                    StatusCode::CONFLICT,
+                    &serde_json::json!({"error": "forward_source", "message": e.to_string()}),
+                ),
+                Err(pause::Refused::Store(e)) => store_error(&e.into()),
+            }
+        }
+        (_, ["sources", ..]) => text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n"),
+        _ => text(StatusCode::NOT_FOUND, "not found\n"),
+    }
 }
 
 /// `GET /dlq` and `POST /dlq/replay`.

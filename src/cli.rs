@@ -70,6 +70,33 @@ pub enum Command {
         #[command(subcommand)]
         action: EventsAction,
     },
+    /// Delivery state per source; pause and resume a queue source's delivery
+    /// (beside a running server: the state is kept in the store).
+    Sources {
+        #[arg(long, env = "HOOKGATE_CONFIG", global = true)]
+        config: Option<PathBuf>,
+        #[command(subcommand)]
+        action: SourcesAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SourcesAction {
+    /// One line per source: delivery mode, paused or not (by whom, since, why), queue depth.
+    List,
+    /// Stop delivering a queue source's events to the app; they wait in the queue.
+    Pause {
+        /// The `[[source]]` name.
+        name: String,
+        /// Why, for whoever looks next (`sources list`, the console, the log).
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Deliver again; the backlog drains oldest first.
+    Resume {
+        /// The `[[source]]` name.
+        name: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

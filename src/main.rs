@@ -67,6 +67,21 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Sources { config, action } => {
+            let Some(config) = config else {
+                eprintln!(
+                    "hookgate sources: give the config with --config PATH (or HOOKGATE_CONFIG)"
+                );
+                return ExitCode::from(2);
+            };
+            match tokio::runtime::Runtime::new() {
+                Ok(runtime) => runtime.block_on(sources(&config, action)),
+                Err(e) => {
+                    eprintln!("hookgate: cannot start the async runtime: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Dlq {
             config,
             source,
@@ -431,6 +446,63 @@ fn open(path: &Path, command: &str) -> Result<(Config, hookgate::store::Store), 
         ExitCode::FAILURE
     })?;
     Ok((config, store))
+}
+
+/// `hookgate sources list | pause NAME [--reason TEXT] | resume NAME`.
+async fn sources(path: &Path, action: hookgate::cli::SourcesAction) -> ExitCode {
+    use hookgate::cli::SourcesAction;
+    use hookgate::pause;
+
+    let (config, store) = match open(path, "sources") {
+        Ok(opened) => opened,
+        Err(code) => return code,
+    };
+    let by = format!(
+        "cli:{}@{}",
+        std::env::var("USER").unwrap_or_else(|_| "unknown".into()),
+        hookgate::trail::replica_name()
+    );
+    match action {
+        SourcesAction::List => match pause::list(&store, &config).await {
+            Ok(states) => {
+                print!("{}", pause::list_text(&states));
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("hookgate sources list: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        SourcesAction::Pause { name, reason } => {
+            match pause::pause(&store, &config, &name, &by, reason.as_deref()).await {
+                Ok(_) => {
+                    println!(
+                        "{name}: delivery paused; events are still verified, answered 200 queued and kept (every replica stops within {}s)",
+                        pause::READ_EVERY.as_secs()
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("hookgate sources pause: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        SourcesAction::Resume { name } => match pause::resume(&store, &config, &name, &by).await {
+            Ok(true) => {
+                println!("{name}: delivery resumed; the backlog drains oldest first");
+                ExitCode::SUCCESS
+            }
+            Ok(false) => {
+                println!("{name}: was not paused");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("hookgate sources resume: {e}");
+                ExitCode::FAILURE
+            }
+        },
+    }
 }
 
 /// `hookgate events list [--source S] [--state W] [--limit N] | show SOURCE EVENT_ID`.

@@ -104,6 +104,8 @@ pub struct Metrics {
     pub signature_matches: Family<SourceSecret, Counter>,
     pub dlq_depth: Gauge,
     pub queue_depth: Family<SourceLabel, Gauge>,
+    /// Queue sources: 1 while delivery is paused (DESIGN §6a), else 0.
+    pub source_paused: Family<SourceLabel, Gauge>,
     /// Queue delivery attempts by result: `delivered`, `retry`, `dropped`
     /// (a 4xx, never retried), `dead_lettered` (schedule exhausted),
     /// `stale_version` / `duplicate` (the app already had that version).
@@ -224,6 +226,12 @@ impl Metrics {
             "Queued events not yet delivered",
             queue_depth.clone(),
         );
+        let source_paused = Family::<SourceLabel, Gauge>::default();
+        registry.register(
+            "hookgate_source_paused",
+            "1 while delivery of the source's queue is paused, else 0",
+            source_paused.clone(),
+        );
         let delivery_attempts = Family::<SourceResult, Counter>::default();
         registry.register(
             "hookgate_delivery_attempts",
@@ -326,6 +334,7 @@ impl Metrics {
             signature_matches,
             dlq_depth,
             queue_depth,
+            source_paused,
             delivery_attempts,
             dead_letters,
             store_errors,

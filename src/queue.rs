@@ -127,6 +127,9 @@ async fn worker(
 ) {
     let mut in_flight = JoinSet::new();
     let mut cursor = store::Cursor::default();
+    // Whether the source is paused, as last read, and when to read it again.
+    let mut paused = false;
+    let mut read_at = tokio::time::Instant::now();
     loop {
         if shutdown.is_cancelled() {
             break;
@@ -142,6 +145,46 @@ async fn worker(
             source = current.clone();
         }
         let prefix = runtime.config.store.key_prefix.clone();
+        if tokio::time::Instant::now() >= read_at {
+            read_at = tokio::time::Instant::now() + crate::pause::READ_EVERY;
+            match state.store.paused(&prefix).await {
+                Ok(all) => {
+                    let now = all.iter().find(|(name, _)| *name == source.name);
+                    if now.is_some() != paused {
+                        paused = now.is_some();
+                        match now {
+                            Some((_, p)) => {
+                                tracing::info!(source = %source.name, by = %p.by, reason = p.reason.as_deref(), "queue worker: delivery paused; events wait in the queue")
+                            }
+                            None => {
+                                tracing::info!(source = %source.name, "queue worker: delivery resumed")
+                            }
+                        }
+                    }
+                    let label = crate::metrics::SourceLabel {
+                        source: source.name.clone(),
+                    };
+                    state
+                        .metrics
+                        .source_paused
+                        .get_or_create(&label)
+                        .set(i64::from(paused));
+                }
+                Err(e) => {
+                    tracing::warn!(source = %source.name, error = %e, "queue worker: cannot read whether delivery is paused");
+                }
+            }
+        }
+        if paused {
+            // Nothing is taken: the entries keep their place and their
+            // attempts; deliveries already in hand finish.
+            while in_flight.try_join_next().is_some() {}
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = tokio::time::sleep_until(read_at) => {}
+            }
+            continue;
+        }
         let lease = keys::lease(runtime.config.server.upstream_timeout);
         let free = source.max_in_flight.saturating_sub(in_flight.len());
         let round = state

@@ -62,6 +62,17 @@ pub struct Note {
     pub max: usize,
 }
 
+/// Who paused a source's delivery, why, and since when (DESIGN §6a; kept
+/// by the durable engines, see [`crate::pause`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Paused {
+    /// `cli:<user>@<host>`, `admin-api` or `console`.
+    pub by: String,
+    pub reason: Option<String>,
+    /// Unix ms.
+    pub since_ms: i64,
+}
+
 /// A lease token: 128 random bits as 32 lowercase hex digits. Every claim
 /// takes one (the forward path makes one per request, duplicates included).
 pub fn lease_token() -> String {
@@ -610,6 +621,33 @@ impl Store {
             Store::Memory(m) => Ok(m.trail.scan(before, count)),
             Store::Sqlite(s) => s.trail_scan(before, count).await,
             Store::Redis(r) => r.trail_scan(prefix, before, count).await,
+        }
+    }
+
+    /// Pauses delivery of `source`'s queue (replacing an earlier pause).
+    pub async fn pause(&self, prefix: &str, source: &str, paused: &Paused) -> Result<(), Error> {
+        match self {
+            Store::Memory(_) => Err(Error::NotKept),
+            Store::Sqlite(s) => s.pause(source, paused).await,
+            Store::Redis(r) => r.pause(prefix, source, paused).await,
+        }
+    }
+
+    /// Resumes delivery of `source`'s queue; `false` when it was not paused.
+    pub async fn resume(&self, prefix: &str, source: &str) -> Result<bool, Error> {
+        match self {
+            Store::Memory(_) => Err(Error::NotKept),
+            Store::Sqlite(s) => s.resume(source).await,
+            Store::Redis(r) => r.resume(prefix, source).await,
+        }
+    }
+
+    /// Every paused source, by name.
+    pub async fn paused(&self, prefix: &str) -> Result<Vec<(String, Paused)>, Error> {
+        match self {
+            Store::Memory(_) => Ok(Vec::new()),
+            Store::Sqlite(s) => s.paused().await,
+            Store::Redis(r) => r.paused(prefix).await,
         }
     }
 

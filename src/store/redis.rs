@@ -389,6 +389,38 @@ impl RedisStore {
             .map(drop)
     }
 
+    /// Pauses `source` (DESIGN §6a): one field of `{prefix}:paused`.
+    pub async fn pause(
+        &self,
+        prefix: &str,
+        source: &str,
+        paused: &super::Paused,
+    ) -> Result<(), Error> {
+        let value = serde_json::to_string(paused)
+            .map_err(|e| Error::Unavailable(format!("pause state: {e}")))?;
+        let mut cmd = redis::cmd("HSET");
+        cmd.arg(paused_key(prefix)).arg(source).arg(value);
+        self.query::<i64>(&cmd).await.map(drop)
+    }
+
+    /// Resumes `source`; whether it was paused.
+    pub async fn resume(&self, prefix: &str, source: &str) -> Result<bool, Error> {
+        let mut cmd = redis::cmd("HDEL");
+        cmd.arg(paused_key(prefix)).arg(source);
+        self.query::<i64>(&cmd).await.map(|n| n > 0)
+    }
+
+    /// Every paused source.
+    pub async fn paused(&self, prefix: &str) -> Result<Vec<(String, super::Paused)>, Error> {
+        let all: Vec<(String, String)> = self
+            .query(redis::cmd("HGETALL").arg(paused_key(prefix)))
+            .await?;
+        Ok(all
+            .into_iter()
+            .filter_map(|(source, v)| Some((source, serde_json::from_str(&v).ok()?)))
+            .collect())
+    }
+
     /// The version stored at `key`. A value that is not an integer counts as absent.
     pub async fn version_check(&self, key: &str) -> Result<Option<i128>, Error> {
         let value: Option<String> = self
@@ -452,6 +484,11 @@ fn require_runtime() -> Result<(), Error> {
         .map_err(|_| {
             Error::Unavailable("the Redis store must be built inside a Tokio runtime".into())
         })
+}
+
+/// The hash of paused sources (DESIGN §6a): source name to its pause.
+fn paused_key(prefix: &str) -> String {
+    format!("{prefix}:paused")
 }
 
 /// Milliseconds for `PX`, at least 1 (`PX 0` is an error).

@@ -306,6 +306,51 @@ impl SqliteStore {
         Ok(held.and_then(|v| v.parse().ok()))
     }
 
+    /// Pauses `source` (DESIGN §6a), on disk before it returns.
+    pub async fn pause(&self, source: &str, paused: &super::Paused) -> Result<(), Error> {
+        self.call(Op::Pause {
+            source: source.to_owned(),
+            by: paused.by.clone(),
+            reason: paused.reason.clone(),
+            since_ms: paused.since_ms,
+        })
+        .await
+        .map(drop)
+    }
+
+    /// Resumes `source`; whether it was paused.
+    pub async fn resume(&self, source: &str) -> Result<bool, Error> {
+        match self
+            .call(Op::Resume {
+                source: source.to_owned(),
+            })
+            .await?
+        {
+            Reply::Moved(was) => Ok(was),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Every paused source.
+    pub async fn paused(&self) -> Result<Vec<(String, super::Paused)>, Error> {
+        self.read(|conn| {
+            let mut stmt =
+                conn.prepare_cached("SELECT source, paused_by, reason, since_ms FROM paused")?;
+            let rows = stmt.query_map([], |r| {
+                Ok((
+                    r.get(0)?,
+                    super::Paused {
+                        by: r.get(1)?,
+                        reason: r.get(2)?,
+                        since_ms: r.get(3)?,
+                    },
+                ))
+            })?;
+            rows.collect()
+        })
+        .await
+    }
+
     pub async fn version_advance(&self, key: &str, version: i128) -> Result<bool, Error> {
         let Named::Version { source, resource } = self.named(key)? else {
             return Err(Error::Unavailable(format!(

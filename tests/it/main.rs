@@ -40,6 +40,8 @@
 //!   on Redis and on SQLite.
 //! - `queue`: queue delivery: ack after enqueue, retries, 4xx, SIGKILL, replicas;
 //!   on Redis and on SQLite.
+//! - `pause`: pausing and resuming a queue source's delivery, on SQLite and
+//!   on Redis with two replicas.
 //! - `dlq`: dead letters in both modes, `hookgate dlq`, the admin endpoints;
 //!   on Redis and on SQLite.
 //! - `delivery_kit`: what those three share (scripted app, in-process hookgate,
@@ -79,6 +81,7 @@ mod logs;
 mod monitoring;
 mod observe;
 mod ordering;
+mod pause;
 mod pipeline;
 mod properties;
 mod public_keys;

@@ -120,6 +120,14 @@ CREATE TABLE claims (
 CREATE TABLE trail_size (events INTEGER NOT NULL);
 INSERT INTO trail_size (events) SELECT count(*) FROM events;
 ",
+    r"
+CREATE TABLE paused (
+    source    TEXT PRIMARY KEY NOT NULL,
+    paused_by TEXT NOT NULL,
+    reason    TEXT,
+    since_ms  INTEGER NOT NULL
+);
+",
 ];
 
 /// The schema version this build writes.

@@ -139,6 +139,17 @@ pub enum Op {
     /// Facts appended to an event's trail on their own (a note that rides
     /// on no other write of the event: see [`Job::trail`]).
     Trail(TrailWrite),
+    /// A source's delivery paused (DESIGN §6a), replacing an earlier pause.
+    Pause {
+        source: String,
+        by: String,
+        reason: Option<String>,
+        since_ms: i64,
+    },
+    /// A source's delivery resumed: [`Reply::Moved`] says whether it was paused.
+    Resume {
+        source: String,
+    },
     /// A write that changes nothing, to show the file takes writes.
     Ping,
 }
@@ -554,6 +565,25 @@ fn apply(tx: &Transaction<'_>, op: &Op, now: i64) -> rusqlite::Result<Reply> {
                     .execute(params![source, id, token])?,
             };
             Ok(Reply::Done)
+        }
+        Op::Pause {
+            source,
+            by,
+            reason,
+            since_ms,
+        } => {
+            tx.prepare_cached(
+                "INSERT OR REPLACE INTO paused (source, paused_by, reason, since_ms) \
+                 VALUES (?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![source, by, reason, since_ms])?;
+            Ok(Reply::Done)
+        }
+        Op::Resume { source } => {
+            let gone = tx
+                .prepare_cached("DELETE FROM paused WHERE source = ?1")?
+                .execute(params![source])?;
+            Ok(Reply::Moved(gone > 0))
         }
         Op::VersionAdvance {
             source,

@@ -1,0 +1,206 @@
+//! Pausing and resuming a queue source's delivery (DESIGN §6a) on the real
+//! binary: `hookgate sources pause|resume|list` beside a running server and
+//! `POST /sources/{name}/pause|resume` on the admin listener. While paused,
+//! events are verified, answered `200 queued` and kept, and the app sees
+//! nothing, across a restart; on resume each is delivered once, oldest
+//! first. On SQLite, and on Redis with two replicas: one pauses, the other
+//! obeys. A forward source cannot be paused.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::support::hookgate::run_cli;
+use crate::support::redis::RedisServer;
+use crate::support::{
+    ConfigBuilder, Event, Hookgate, SourceSpec, StoreSpec, Upstream, headers, http,
+};
+use http::Method;
+
+const TOKEN: &str = "pause-test-admin-token";
+
+fn queued_source() -> SourceSpec {
+    let mut q = SourceSpec::github();
+    q.name = "q".into();
+    q.path = "/webhooks/q".into();
+    q.extra_keys = "delivery = \"queue\"\nretry_schedule = [\"1s\"]\nmax_in_flight = 1\n".into();
+    q
+}
+
+fn forward_source() -> SourceSpec {
+    let mut f = SourceSpec::github();
+    f.name = "fw".into();
+    f.path = "/webhooks/fw".into();
+    f
+}
+
+/// A config on `store` with the admin token; `store` = None is SQLite at `db`.
+fn config(upstream: &Upstream, store: Option<StoreSpec>, db: &std::path::Path) -> String {
+    let builder = ConfigBuilder::new(&upstream.url()).sources([queued_source(), forward_source()]);
+    let toml = match store {
+        Some(s) => builder.store(s).toml(),
+        None => builder.toml().replacen(
+            "kind = \"memory\"\n",
+            &format!("kind = \"sqlite\"\npath = {:?}\n", db.display().to_string()),
+            1,
+        ),
+    };
+    toml.replacen(
+        "[admin]\nlisten = \"127.0.0.1:0\"\n",
+        &format!("[admin]\nlisten = \"127.0.0.1:0\"\ntoken = \"{TOKEN}\"\n"),
+        1,
+    )
+}
+
+fn event(n: usize) -> Event {
+    Event::json(&format!("p{n}"), Some("push"), json!({"n": n}))
+}
+
+async fn queue(gate: &Hookgate, range: std::ops::Range<usize>) {
+    for n in range {
+        let answer = gate.send(&queued_source(), &event(n)).await;
+        answer.assert_json(200, json!({"queued": true, "event_id": format!("p{n}")}));
+    }
+}
+
+async fn admin(gate: &Hookgate, path: &str, body: &str) -> crate::support::Resp {
+    http(
+        Method::POST,
+        &format!("{}{path}", gate.admin_url()),
+        &headers(&[
+            ("Authorization", &format!("Bearer {TOKEN}")),
+            ("Content-Type", "application/json"),
+        ]),
+        body.to_owned(),
+    )
+    .await
+}
+
+/// Waits until the gauge says `q` is paused (or not) on `gate`.
+async fn gauge_reads(gate: &Hookgate, paused: bool) {
+    let want = format!(
+        "hookgate_source_paused{{source=\"q\"}} {}",
+        i32::from(paused)
+    );
+    crate::support::eventually(&format!("q paused = {paused}"), || async {
+        let m = crate::support::get(&format!("{}/metrics", gate.admin_url())).await;
+        if m.text().contains(&want) {
+            Ok(())
+        } else {
+            Err(m.text())
+        }
+    })
+    .await;
+}
+
+/// The ids the app received, in order.
+fn received(upstream: &Upstream) -> Vec<String> {
+    upstream
+        .requests()
+        .iter()
+        .map(|r| r.header("x-verified-event-id"))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_paused_source_keeps_its_events_across_a_restart_and_delivers_each_once_on_resume() {
+    let upstream = Upstream::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("hookgate.db");
+    let toml = config(&upstream, None, &db);
+    let gate = Hookgate::start(&toml).await;
+    let path = gate.config_path().display().to_string();
+
+    let (status, out, err) = run_cli(&[
+        "sources",
+        "--config",
+        &path,
+        "pause",
+        "q",
+        "--reason",
+        "app deploy",
+    ])
+    .await;
+    assert!(status.success(), "{out}{err}");
+    gauge_reads(&gate, true).await;
+    queue(&gate, 0..5).await;
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    assert_eq!(upstream.count(), 0, "nothing is delivered while paused");
+    let (_, out, _) = run_cli(&["sources", "--config", &path, "list"]).await;
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("q "))
+        .unwrap_or_default();
+    assert!(
+        line.contains("paused") && line.contains("app deploy") && line.contains("cli:"),
+        "{out}"
+    );
+    assert!(line.contains(" 5 "), "five queued: {out}");
+
+    // A forward source is refused, saying what to do instead.
+    let (status, _, err) = run_cli(&["sources", "--config", &path, "pause", "fw"]).await;
+    assert!(!status.success());
+    assert!(err.contains("delivery = \"queue\""), "{err}");
+    let refused = admin(&gate, "/sources/fw/pause", "").await;
+    assert_eq!(refused.status, 409);
+    assert_eq!(refused.json()["error"], "forward_source");
+    assert!(refused.text().contains("delivery = "), "{}", refused.text());
+
+    // Restarted on the same file: still paused, still nothing delivered.
+    gate.sigterm();
+    drop(gate);
+    let gate = Hookgate::start(&toml).await;
+    gauge_reads(&gate, true).await;
+    queue(&gate, 5..7).await;
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert_eq!(upstream.count(), 0, "a restart keeps the pause");
+
+    // Resumed through the admin listener: each event once, oldest first.
+    let resumed = admin(&gate, "/sources/q/resume", "").await;
+    resumed.assert_json(
+        200,
+        json!({"source": "q", "paused": null, "was_paused": true}),
+    );
+    upstream.wait_for(7).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let want: Vec<String> = (0..7).map(|n| format!("p{n}")).collect();
+    assert_eq!(received(&upstream), want);
+    let line = gate
+        .wait_for_log("about the resume", |l| l["message"] == "delivery resumed")
+        .await;
+    assert_eq!(line["by"], "admin-api", "{line}");
+}
+
+#[tokio::test]
+async fn replicas_sharing_a_redis_obey_one_pause() {
+    let redis = RedisServer::start();
+    let upstream = Upstream::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let toml = config(
+        &upstream,
+        Some(StoreSpec::Redis(redis.url())),
+        &dir.path().join("x"),
+    );
+    let (a, b) = (Hookgate::start(&toml).await, Hookgate::start(&toml).await);
+
+    let paused = admin(&a, "/sources/q/pause", r#"{"reason":"database migration"}"#).await;
+    assert_eq!(paused.status, 200, "{}", paused.text());
+    assert_eq!(paused.json()["paused"]["by"], "admin-api");
+    gauge_reads(&b, true).await;
+    queue(&b, 0..4).await;
+    queue(&a, 4..6).await;
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    assert_eq!(upstream.count(), 0, "neither replica delivers");
+    let listed = crate::support::get(&format!("{}/sources", b.admin_url())).await;
+    assert_eq!(listed.status, 401, "behind the token");
+
+    let path = b.config_path().display().to_string();
+    let (status, out, err) = run_cli(&["sources", "--config", &path, "resume", "q"]).await;
+    assert!(status.success(), "{out}{err}");
+    upstream.wait_for(6).await;
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    let mut got = received(&upstream);
+    got.sort();
+    let want: Vec<String> = (0..6).map(|n| format!("p{n}")).collect();
+    assert_eq!(got, want, "each event once, whichever replica took it");
+}
