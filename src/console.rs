@@ -158,6 +158,8 @@ where
             }
             "/console/dead-letters/replay" => views::replay_one(state, &form).await,
             "/console/dead-letters/replay-all" => views::replay_all(state, console, &form),
+            "/console/sources/pause" => views::pause_or_resume(state, &form, true).await,
+            "/console/sources/resume" => views::pause_or_resume(state, &form, false).await,
             _ => text(StatusCode::NOT_FOUND, "not found\n"),
         };
     }

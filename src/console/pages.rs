@@ -120,6 +120,9 @@ pub struct SourceOverview {
     /// Outcome word and count over the window, largest first.
     pub outcomes: Vec<(String, u64)>,
     pub queue_depth: Option<i64>,
+    /// Queue sources kept in a durable store: `Some(None)` delivering,
+    /// `Some(Some(..))` paused (who, since when, why).
+    pub paused: Option<Option<(String, String, Option<String>)>>,
     pub oldest_waiting: Option<String>,
     pub dead_letters: Option<usize>,
     /// Secret index and verified requests it matched over the window.
@@ -144,7 +147,31 @@ pub fn overview(frame: &Frame<'_>, view: &Overview) -> Markup {
                 @for s in &view.sources {
                     tr {
                         td { a href={ "/console/events?source=" (enc(&s.name)) } { (s.name) } }
-                        td { (s.delivery) }
+                        td {
+                            (s.delivery)
+                            @match &s.paused {
+                                Some(Some((by, since, reason))) => {
+                                    p.paused {
+                                        "Paused by " (by) " since " (since)
+                                        @if let Some(r) = reason { ": " (r) }
+                                    }
+                                    form.resume method="post" action="/console/sources/resume" {
+                                        input type="hidden" name="csrf" value=(frame.csrf);
+                                        input type="hidden" name="source" value=(s.name);
+                                        button type="submit" { "Resume delivery" }
+                                    }
+                                },
+                                Some(None) => {
+                                    form.pause method="post" action="/console/sources/pause" {
+                                        input type="hidden" name="csrf" value=(frame.csrf);
+                                        input type="hidden" name="source" value=(s.name);
+                                        input type="text" name="reason" placeholder="Reason (optional)" maxlength="500";
+                                        button type="submit" { "Pause delivery" }
+                                    }
+                                },
+                                None => {},
+                            }
+                        }
                         td {
                             @if s.outcomes.is_empty() { span.none { "none" } }
                             @for (word, n) in &s.outcomes {

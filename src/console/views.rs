@@ -79,6 +79,14 @@ pub async fn overview(state: &Arc<State>, console: &Console, session: &Session) 
             *dead_by_source.entry(d.envelope.source).or_default() += 1;
         }
     }
+    let paused = if keeps {
+        tokio::time::timeout(STORE_WAIT, state.store.paused(prefix))
+            .await
+            .ok()
+            .and_then(Result::ok)
+    } else {
+        None
+    };
     let mut sources = Vec::new();
     for source in &config.sources {
         let name = &source.name;
@@ -110,6 +118,11 @@ pub async fn overview(state: &Arc<State>, console: &Console, session: &Session) 
             delivery: if queued { "queue" } else { "forward" }.to_owned(),
             outcomes: pick("hookgate_requests_total"),
             queue_depth,
+            paused: paused.as_ref().filter(|_| queued).map(|all| {
+                all.iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, p)| (p.by.clone(), trail::rfc3339(p.since_ms), p.reason.clone()))
+            }),
             oldest_waiting,
             dead_letters: keeps.then(|| dead_by_source.get(name).copied().unwrap_or(0)),
             secrets: pick("hookgate_signature_matches_total"),
@@ -125,6 +138,34 @@ pub async fn overview(state: &Arc<State>, console: &Console, session: &Session) 
         StatusCode::OK,
         pages::overview(&frame("Overview", Nav::Overview, session), &view),
     )
+}
+
+/// `POST /console/sources/pause` and `/resume` (`source`, `reason`): the
+/// store's pause (DESIGN §6a), then back to the overview.
+pub async fn pause_or_resume(
+    state: &Arc<State>,
+    form: &[(String, String)],
+    pause: bool,
+) -> Response<Body> {
+    let runtime = state.runtime();
+    let config = &runtime.config;
+    let Some(source) = urls::value(form, "source") else {
+        return redirect("/console");
+    };
+    let done = if pause {
+        let reason = urls::value(form, "reason");
+        crate::pause::pause(&state.store, config, &source, "console", reason.as_deref())
+            .await
+            .map(drop)
+    } else {
+        crate::pause::resume(&state.store, config, &source, "console")
+            .await
+            .map(drop)
+    };
+    if let Err(e) = done {
+        tracing::warn!(source = %source, error = %e, "console: pause or resume refused");
+    }
+    redirect("/console")
 }
 
 /// The age of the oldest event of `source` the trail shows as `waiting`

@@ -627,3 +627,79 @@ async fn hostile_values_are_shown_as_text_and_nothing_runs() {
     );
     browser.close().await;
 }
+
+/// "Pause delivery" on the overview holds a queue source's events (the
+/// app gets none, the page says who paused it and why), "Resume delivery"
+/// lets them through, each once; a forward source shows neither button.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delivery_is_paused_and_resumed_from_the_overview() {
+    let app = App::start().await;
+    let backend = Backend::sqlite();
+    let sources = format!("{}{}", queue_source("shop"), source("direct", ""));
+    let hookgate = start(&app, &backend, &sources).await;
+    let admin = hookgate.admin_url();
+    let browser = Browser::start().await;
+    let client = &browser.client;
+    sign_in(client, &admin, ADMIN_TOKEN).await;
+    client
+        .goto(&format!("{admin}/console"))
+        .await
+        .expect("overview");
+    let direct = client
+        .find_all(Locator::XPath(
+            "//tr[td/a[normalize-space()='direct']]//form[contains(@class,'pause')]",
+        ))
+        .await
+        .expect("query");
+    assert!(direct.is_empty(), "a forward source has no pause button");
+    client
+        .find(Locator::XPath(
+            "//tr[td/a[normalize-space()='shop']]//input[@name='reason']",
+        ))
+        .await
+        .expect("the reason field")
+        .send_keys("billing <b>migration</b>")
+        .await
+        .expect("type a reason");
+    click_button(
+        client,
+        "//tr[td/a[normalize-space()='shop']]//form[contains(@class,'pause')]",
+        "Pause delivery",
+    )
+    .await;
+    let shown = wait_text(client, "p.paused", "Paused by console").await;
+    assert!(
+        shown.contains("billing <b>migration</b>"),
+        "shown as text: {shown}"
+    );
+
+    // Held: the events are answered, kept, and not delivered.
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    for n in 0..3 {
+        let id = format!("evt_held_{n}");
+        let body = format!(r#"{{"id":"{id}"}}"#);
+        assert_eq!(send(&hookgate, "shop", &id, &body, &[]).await, 200);
+    }
+    tokio::time::sleep(Duration::from_millis(2_000)).await;
+    assert!(app.seen().is_empty(), "nothing delivered while paused");
+    assert_eq!(backend.queue_len("shop"), 3);
+
+    client
+        .goto(&format!("{admin}/console"))
+        .await
+        .expect("overview");
+    click_button(
+        client,
+        "//tr[td/a[normalize-space()='shop']]//form[contains(@class,'resume')]",
+        "Resume delivery",
+    )
+    .await;
+    wait_text(client, "table.sources", "Pause delivery").await;
+    for n in 0..3 {
+        let id = format!("evt_held_{n}");
+        app.wait_for(&id, 1).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(app.seen().len(), 3, "each event once");
+    browser.close().await;
+}
