@@ -68,6 +68,7 @@ pub mod log;
 pub mod metrics;
 pub mod ordering;
 pub mod outcome;
+pub mod pace;
 pub mod pause;
 pub mod pipeline;
 pub mod queue;

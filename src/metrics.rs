@@ -106,6 +106,8 @@ pub struct Metrics {
     pub queue_depth: Family<SourceLabel, Gauge>,
     /// Queue sources: 1 while delivery is paused (DESIGN §6a), else 0.
     pub source_paused: Family<SourceLabel, Gauge>,
+    /// Deliveries that waited for `max_rate` before they started.
+    pub deliveries_throttled: Family<SourceLabel, Counter>,
     /// Queue delivery attempts by result: `delivered`, `retry`, `dropped`
     /// (a 4xx, never retried), `dead_lettered` (schedule exhausted),
     /// `stale_version` / `duplicate` (the app already had that version).
@@ -232,6 +234,12 @@ impl Metrics {
             "1 while delivery of the source's queue is paused, else 0",
             source_paused.clone(),
         );
+        let deliveries_throttled = Family::<SourceLabel, Counter>::default();
+        registry.register(
+            "hookgate_deliveries_throttled",
+            "Queued deliveries that waited for the source's max_rate before they started",
+            deliveries_throttled.clone(),
+        );
         let delivery_attempts = Family::<SourceResult, Counter>::default();
         registry.register(
             "hookgate_delivery_attempts",
@@ -335,6 +343,7 @@ impl Metrics {
             dlq_depth,
             queue_depth,
             source_paused,
+            deliveries_throttled,
             delivery_attempts,
             dead_letters,
             store_errors,

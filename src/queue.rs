@@ -127,6 +127,10 @@ async fn worker(
 ) {
     let mut in_flight = JoinSet::new();
     let mut cursor = store::Cursor::default();
+    // `max_rate`: the process's own limiter (SQLite), and the latest start
+    // reserved so far.
+    let mut pace = crate::pace::Local::default();
+    let mut reserved_until = tokio::time::Instant::now();
     // Whether the source is paused, as last read, and when to read it again.
     let mut paused = false;
     let mut read_at = tokio::time::Instant::now();
@@ -185,8 +189,20 @@ async fn worker(
             }
             continue;
         }
+        // Starts reserved more than AHEAD from now: take nothing more yet.
+        let ahead = reserved_until.saturating_duration_since(tokio::time::Instant::now());
+        if ahead > crate::pace::AHEAD {
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = tokio::time::sleep(ahead - crate::pace::AHEAD) => {}
+            }
+            continue;
+        }
         let lease = keys::lease(runtime.config.server.upstream_timeout);
-        let free = source.max_in_flight.saturating_sub(in_flight.len());
+        let mut free = source.max_in_flight.saturating_sub(in_flight.len());
+        if let Some(rate) = source.max_rate {
+            free = free.min(crate::pace::per_round(rate));
+        }
         let round = state
             .store
             .take(&prefix, &source.name, &consumer, &mut cursor, lease, free)
@@ -194,14 +210,52 @@ async fn worker(
         let took = round.as_ref().map_or(0, Vec::len);
         let pause = match round {
             Ok(entries) => {
-                for entry in entries {
+                let delays = match source.max_rate {
+                    None => Vec::new(),
+                    Some(rate) => {
+                        let delays = starts(
+                            &state,
+                            &source.name,
+                            &prefix,
+                            rate,
+                            entries.len(),
+                            &mut pace,
+                        )
+                        .await;
+                        if let Some(last) = delays.last() {
+                            reserved_until = tokio::time::Instant::now() + *last;
+                        }
+                        delays
+                    }
+                };
+                for (n, entry) in entries.into_iter().enumerate() {
                     let job = Job {
                         state: Arc::clone(&state),
                         source: source.clone(),
                         prefix: prefix.clone(),
                         entry,
                     };
-                    in_flight.spawn(job.run());
+                    let delay = delays.get(n).copied().unwrap_or_default();
+                    if delay.is_zero() {
+                        in_flight.spawn(job.run());
+                        continue;
+                    }
+                    state
+                        .metrics
+                        .deliveries_throttled
+                        .get_or_create(&crate::metrics::SourceLabel {
+                            source: source.name.clone(),
+                        })
+                        .inc();
+                    let stop = shutdown.clone();
+                    in_flight.spawn(async move {
+                        // Stopping while it waits leaves the entry leased:
+                        // the lease runs out and it is taken again.
+                        tokio::select! {
+                            _ = tokio::time::sleep(delay) => job.run().await,
+                            _ = stop.cancelled() => {}
+                        }
+                    });
                 }
                 POLL
             }
@@ -223,6 +277,28 @@ async fn worker(
     // Finish the deliveries in hand; what was not taken stays queued.
     while in_flight.join_next().await.is_some() {}
     tracing::info!(source = %source.name, "queue worker stopped");
+}
+
+/// Each of `count` deliveries' delay before it starts at `rate` a second:
+/// reserved in the store where replicas share it (Redis), else in the
+/// process. A store that cannot answer leaves the pacing to the process.
+async fn starts(
+    state: &State,
+    source: &str,
+    prefix: &str,
+    rate: f64,
+    count: usize,
+    local: &mut crate::pace::Local,
+) -> Vec<Duration> {
+    let interval = crate::pace::interval_ms(rate);
+    match state.store.pace(prefix, source, count, interval).await {
+        Ok(Some(delays)) => delays,
+        Ok(None) => local.reserve(count, interval, now_ms() as f64),
+        Err(e) => {
+            tracing::warn!(source, error = %e, "queue worker: the shared rate limiter is unavailable; pacing this replica alone");
+            local.reserve(count, interval, now_ms() as f64)
+        }
+    }
 }
 
 /// One entry on its way to the app.

@@ -633,6 +633,23 @@ impl Store {
         }
     }
 
+    /// Reserves `count` delivery starts for `source`, `interval_ms` apart
+    /// (DESIGN §6a `max_rate`), shared by every replica: each start's delay
+    /// from now. `None` where the process paces alone ([`crate::pace::Local`]:
+    /// SQLite and memory, one host).
+    pub async fn pace(
+        &self,
+        prefix: &str,
+        source: &str,
+        count: usize,
+        interval_ms: f64,
+    ) -> Result<Option<Vec<Duration>>, Error> {
+        match self {
+            Store::Memory(_) | Store::Sqlite(_) => Ok(None),
+            Store::Redis(r) => r.pace(prefix, source, count, interval_ms).await.map(Some),
+        }
+    }
+
     /// Resumes delivery of `source`'s queue; `false` when it was not paused.
     pub async fn resume(&self, prefix: &str, source: &str) -> Result<bool, Error> {
         match self {

@@ -100,6 +100,7 @@ pub(super) struct RawSource {
     pub verification: Option<Spanned<String>>,
     pub retry_schedule: Option<Spanned<Vec<Spanned<String>>>>,
     pub max_in_flight: Option<Spanned<i64>>,
+    pub max_rate: Option<Spanned<String>>,
     pub ordering: Option<Spanned<RawOrdering>>,
     pub generic: Option<Spanned<RawGeneric>>,
     pub public_url: Option<Spanned<String>>,

@@ -98,6 +98,9 @@ pub struct Source {
     /// Queue delivery: at most this many requests to the app at once, per
     /// replica, so a slow app is not flooded by a backlog.
     pub max_in_flight: usize,
+    /// Queue delivery: deliveries started per second to the app, all
+    /// replicas together (DESIGN §6a); `None` = no limit.
+    pub max_rate: Option<f64>,
     pub ordering: Option<Ordering>,
     /// Meta's subscription check: the `hub.verify_token` a `GET` must carry
     /// to have its challenge answered. Separate from `keys`: it travels in
@@ -240,6 +243,7 @@ pub(super) fn build_sources(
                 verification: b.verification,
                 retry_schedule: b.retry_schedule,
                 max_in_flight: b.max_in_flight,
+                max_rate: b.max_rate,
                 ordering: b.ordering,
                 verify_token: b.verify_token,
                 resign: b.resign,
@@ -367,6 +371,7 @@ struct SourceBody {
     verification: Verification,
     retry_schedule: Vec<Duration>,
     max_in_flight: usize,
+    max_rate: Option<f64>,
     ordering: Option<Ordering>,
     verify_token: Option<Secret>,
     resign: Option<Secret>,
@@ -649,6 +654,21 @@ fn source_body(
         }
         other => c.positive(other.as_ref(), &in_flight_field, DEFAULT_MAX_IN_FLIGHT),
     };
+    let rate_field = field("max_rate");
+    let max_rate = match &r.max_rate {
+        None => Some(None),
+        Some(v) if delivery == Some(Delivery::Forward) => {
+            c.at(v, &rate_field, NOT_QUEUED);
+            None
+        }
+        Some(v) => match parse_rate(v.get_ref()) {
+            Ok(rate) => Some(Some(rate)),
+            Err(m) => {
+                c.at(v, &rate_field, m);
+                None
+            }
+        },
+    };
 
     // Ordering gate.
     let ordering = match &r.ordering {
@@ -682,6 +702,7 @@ fn source_body(
         verification: verification?,
         retry_schedule: retry_schedule?,
         max_in_flight: max_in_flight?,
+        max_rate: max_rate?,
         ordering: ordering?,
         verify_token: secrets.verify_token?,
         resign: secrets.resign?,
@@ -692,6 +713,25 @@ const NOT_QUEUED: &str = "applies only to delivery = \"queue\"; with forward del
      the sender retries on its own schedule";
 
 /// Why an `event_types` pattern is invalid, if it is.
+/// `"50/s"` or `"3000/m"` as deliveries per second: a whole number from 1,
+/// at most 100,000 a second.
+fn parse_rate(text: &str) -> Result<f64, String> {
+    let shape = || format!("\"{text}\" is not a rate: write it as \"50/s\" or \"3000/m\"");
+    let (count, unit) = text.trim().split_once('/').ok_or_else(shape)?;
+    let count: u64 = count.trim().parse().map_err(|_| shape())?;
+    let per_second = match unit.trim() {
+        "s" => count as f64,
+        "m" => count as f64 / 60.0,
+        _ => return Err(shape()),
+    };
+    if count == 0 || per_second > 100_000.0 {
+        return Err(format!(
+            "\"{text}\" must be at least 1 and at most 100000/s; leave max_rate out for no limit"
+        ));
+    }
+    Ok(per_second)
+}
+
 fn pattern_problem(p: &str) -> Option<String> {
     if p.is_empty() {
         return Some("is an empty pattern".to_owned());

@@ -2963,3 +2963,25 @@ fn public_key_sources_and_what_they_take() {
     );
     assert!(!show(&ps).contains("nWGxne"), "{}", show(&ps));
 }
+
+/// `max_rate` is "N/s" or "N/m" on a queue source only.
+#[test]
+fn max_rate_is_a_rate_on_a_queue_source() {
+    let queue = |rate: &str| {
+        with(&format!(
+            "\n[[source]]\nname = \"q\"\npath = \"/q\"\nscheme = \"github\"\nsecrets = [\"s\"]\n\
+             delivery = \"queue\"\nmax_rate = \"{rate}\" # RATE\n\n[store]\nkind = \"redis\"\nurl = \"redis://127.0.0.1:6379\"\n"
+        ))
+    };
+    assert_eq!(config(&queue("50/s")).sources[1].max_rate, Some(50.0));
+    assert_eq!(config(&queue("3000/m")).sources[1].max_rate, Some(50.0));
+    assert_eq!(config(&queue("50/s")).sources[0].max_rate, None);
+    for bad in ["50", "50/h", "0/s", "fast", "-3/s", "1000000/s"] {
+        let src = queue(bad);
+        has(&problems(&src), &src, "source[q].max_rate", "# RATE", bad);
+    }
+    let src = with(
+        "\n[[source]]\nname = \"f\"\npath = \"/f\"\nscheme = \"github\"\nsecrets = [\"s\"]\nmax_rate = \"5/s\" # FW\n",
+    );
+    has(&problems(&src), &src, "source[f].max_rate", "# FW", "queue");
+}

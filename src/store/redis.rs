@@ -144,6 +144,30 @@ return 0
 /// Lua numbers are doubles, exact only to 2^53, and versions are often unix
 /// nanoseconds (about 2^61): the comparison works on the decimal strings (sign,
 /// then length, then digits). A stored value that is not an integer is replaced.
+/// GCRA with no burst for `max_rate` (see [`crate::pace`]). KEYS[1] holds
+/// the server time (ms) the next start may happen; ARGV = the interval
+/// (ms), the starts reserved. Returns each start's delay (ms) from now.
+static PACE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.replicate_commands then redis.replicate_commands() end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+local interval = tonumber(ARGV[1])
+local count = tonumber(ARGV[2])
+local nextat = tonumber(redis.call('GET', KEYS[1]) or '0')
+if nextat < now then nextat = now end
+local out = {}
+for i = 1, count do
+  out[i] = math.floor(nextat + (i - 1) * interval - now)
+end
+local after = nextat + count * interval
+redis.call('SET', KEYS[1], string.format('%.3f', after), 'PX', math.floor(after - now) + 60000)
+return out
+",
+    )
+});
+
 static VERSION_ADVANCE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
@@ -401,6 +425,26 @@ impl RedisStore {
         let mut cmd = redis::cmd("HSET");
         cmd.arg(paused_key(prefix)).arg(source).arg(value);
         self.query::<i64>(&cmd).await.map(drop)
+    }
+
+    /// Reserves `count` starts `interval_ms` apart for `source` ([`PACE`],
+    /// on the server's clock so replicas agree).
+    pub async fn pace(
+        &self,
+        prefix: &str,
+        source: &str,
+        count: usize,
+        interval_ms: f64,
+    ) -> Result<Vec<Duration>, Error> {
+        let key = format!("{prefix}:rate:{{{source}}}");
+        let (interval, count) = (format!("{interval_ms:.3}"), count.to_string());
+        let delays: Vec<i64> = self
+            .eval(&PACE, &[&key], &[interval.as_bytes(), count.as_bytes()])
+            .await?;
+        Ok(delays
+            .into_iter()
+            .map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0)))
+            .collect())
     }
 
     /// Resumes `source`; whether it was paused.

@@ -4,7 +4,8 @@
 //! events are verified, answered `200 queued` and kept, and the app sees
 //! nothing, across a restart; on resume each is delivered once, oldest
 //! first. On SQLite, and on Redis with two replicas: one pauses, the other
-//! obeys. A forward source cannot be paused.
+//! obeys. A forward source cannot be paused. And `max_rate`: a backlog
+//! drains at that rate, on one replica and on two sharing a Redis.
 
 use std::time::Duration;
 
@@ -203,4 +204,96 @@ async fn replicas_sharing_a_redis_obey_one_pause() {
     got.sort();
     let want: Vec<String> = (0..6).map(|n| format!("p{n}")).collect();
     assert_eq!(got, want, "each event once, whichever replica took it");
+}
+
+/// The most deliveries that started within any one second.
+fn busiest_second(upstream: &Upstream) -> usize {
+    let at: Vec<std::time::Instant> = upstream.requests().iter().map(|r| r.at).collect();
+    at.iter()
+        .map(|start| {
+            at.iter()
+                .filter(|t| **t >= *start && t.duration_since(*start) < Duration::from_secs(1))
+                .count()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// A queue source paced at `rate`, paused while a backlog builds.
+fn paced(rate: &str) -> SourceSpec {
+    let mut q = queued_source();
+    q.extra_keys = format!(
+        "delivery = \"queue\"\nretry_schedule = [\"1s\"]\nmax_in_flight = 16\nmax_rate = \"{rate}\"\n"
+    );
+    q
+}
+
+fn paced_config(upstream: &Upstream, store: Option<StoreSpec>, db: &std::path::Path) -> String {
+    config(upstream, store, db).replacen(
+        "delivery = \"queue\"\nretry_schedule = [\"1s\"]\nmax_in_flight = 1\n",
+        &paced("8/s").extra_keys,
+        1,
+    )
+}
+
+/// 24 events queued while paused drain at 8 a second once resumed: never
+/// more than 8 (and the one on the second's edge) start within a second,
+/// each is delivered once, and the waits are counted.
+#[tokio::test]
+async fn a_backlog_drains_at_max_rate_on_sqlite() {
+    let upstream = Upstream::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let toml = paced_config(&upstream, None, &dir.path().join("hookgate.db"));
+    assert!(toml.contains("max_rate = \"8/s\""), "{toml}");
+    let gate = Hookgate::start(&toml).await;
+    assert_eq!(admin(&gate, "/sources/q/pause", "").await.status, 200);
+    queue(&gate, 0..24).await;
+    admin(&gate, "/sources/q/resume", "").await;
+    upstream.wait_for(24).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut got = received(&upstream);
+    got.sort();
+    let mut want: Vec<String> = (0..24).map(|n| format!("p{n}")).collect();
+    want.sort();
+    assert_eq!(got, want, "each once");
+    let busiest = busiest_second(&upstream);
+    assert!(
+        busiest <= 9,
+        "{busiest} deliveries started within one second at 8/s"
+    );
+    let m = crate::support::get(&format!("{}/metrics", gate.admin_url())).await;
+    assert!(
+        m.text()
+            .contains("hookgate_deliveries_throttled_total{source=\"q\"}"),
+        "waits are counted"
+    );
+}
+
+/// Two replicas sharing a Redis share the rate: together never more than
+/// 8 starts within a second.
+#[tokio::test]
+async fn two_replicas_share_max_rate_through_redis() {
+    let redis = RedisServer::start();
+    let upstream = Upstream::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let toml = paced_config(
+        &upstream,
+        Some(StoreSpec::Redis(redis.url())),
+        &dir.path().join("x"),
+    );
+    let (a, b) = (Hookgate::start(&toml).await, Hookgate::start(&toml).await);
+    let paused = admin(&a, "/sources/q/pause", "").await;
+    assert_eq!(paused.status, 200);
+    gauge_reads(&b, true).await;
+    queue(&a, 0..12).await;
+    queue(&b, 12..24).await;
+    admin(&b, "/sources/q/resume", "").await;
+    upstream.wait_for(24).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(upstream.count(), 24, "each once");
+    let busiest = busiest_second(&upstream);
+    assert!(
+        busiest <= 9,
+        "{busiest} deliveries started within one second at 8/s, two replicas"
+    );
 }

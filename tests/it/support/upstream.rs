@@ -31,6 +31,8 @@ pub struct Recorded {
     pub uri: Uri,
     pub headers: HeaderMap,
     pub body: Bytes,
+    /// When the request's head arrived.
+    pub at: std::time::Instant,
 }
 
 impl Recorded {
@@ -261,6 +263,7 @@ async fn handle(
         .lock()
         .expect("requests lock")
         .push(Recorded {
+            at: std::time::Instant::now(),
             method: parts.method,
             uri: parts.uri,
             headers: parts.headers,
