@@ -55,6 +55,7 @@
 
 pub mod admin;
 pub mod allow;
+pub mod breaker;
 pub mod cli;
 pub mod config;
 pub mod console;

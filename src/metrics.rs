@@ -108,6 +108,10 @@ pub struct Metrics {
     pub source_paused: Family<SourceLabel, Gauge>,
     /// Deliveries that waited for `max_rate` before they started.
     pub deliveries_throttled: Family<SourceLabel, Counter>,
+    /// `[source.breaker]`: 0 closed, 1 open, 2 half-open.
+    pub breaker_state: Family<SourceLabel, Gauge>,
+    /// Times a source's breaker opened (a failed probe reopening it included).
+    pub breaker_opened: Family<SourceLabel, Counter>,
     /// Queue delivery attempts by result: `delivered`, `retry`, `dropped`
     /// (a 4xx, never retried), `dead_lettered` (schedule exhausted),
     /// `stale_version` / `duplicate` (the app already had that version).
@@ -240,6 +244,18 @@ impl Metrics {
             "Queued deliveries that waited for the source's max_rate before they started",
             deliveries_throttled.clone(),
         );
+        let breaker_state = Family::<SourceLabel, Gauge>::default();
+        registry.register(
+            "hookgate_breaker_state",
+            "The source's circuit breaker: 0 closed, 1 open, 2 half-open",
+            breaker_state.clone(),
+        );
+        let breaker_opened = Family::<SourceLabel, Counter>::default();
+        registry.register(
+            "hookgate_breaker_opened",
+            "Times the source's circuit breaker opened (a failed probe reopening it included)",
+            breaker_opened.clone(),
+        );
         let delivery_attempts = Family::<SourceResult, Counter>::default();
         registry.register(
             "hookgate_delivery_attempts",
@@ -344,6 +360,8 @@ impl Metrics {
             queue_depth,
             source_paused,
             deliveries_throttled,
+            breaker_state,
+            breaker_opened,
             delivery_attempts,
             dead_letters,
             store_errors,

@@ -86,6 +86,11 @@ pub enum Outcome {
     Overloaded,
     UpstreamUnavailable,
     UpstreamTimeout,
+    /// The source's breaker is open (DESIGN §6a): the app was not asked;
+    /// retry after this many seconds.
+    AppUnavailable {
+        retry_after: u32,
+    },
     Queued {
         event_id: String,
     },
@@ -119,6 +124,7 @@ impl Outcome {
             Outcome::Overloaded => "overloaded",
             Outcome::UpstreamUnavailable => "upstream_unavailable",
             Outcome::UpstreamTimeout => "upstream_timeout",
+            Outcome::AppUnavailable { .. } => "app_unavailable",
             Outcome::Queued { .. } => "queued",
         }
     }
@@ -145,9 +151,10 @@ impl Outcome {
             | Outcome::ForwardedUnchecked
             | Outcome::Unmatched => StatusCode::OK,
             Outcome::InFlight => StatusCode::TOO_MANY_REQUESTS,
-            Outcome::StoreUnavailable | Outcome::KeyUnavailable | Outcome::Overloaded => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            Outcome::StoreUnavailable
+            | Outcome::KeyUnavailable
+            | Outcome::Overloaded
+            | Outcome::AppUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Outcome::UpstreamUnavailable => StatusCode::BAD_GATEWAY,
             Outcome::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
         }
@@ -159,6 +166,7 @@ impl Outcome {
             | Outcome::StoreUnavailable
             | Outcome::KeyUnavailable
             | Outcome::Overloaded => Some(RETRY_AFTER_SECS),
+            Outcome::AppUnavailable { retry_after } => Some((*retry_after).max(1)),
             _ => None,
         }
     }

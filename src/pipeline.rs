@@ -253,6 +253,28 @@ async fn deliver(
         }
     };
 
+    // The breaker (forward mode): open, the app is not asked and the nonce
+    // is let go, so the sender's retry after `Retry-After` is taken afresh.
+    if source.delivery == Delivery::Forward
+        && source.breaker.is_some()
+        && let crate::breaker::Admit::Open { retry_after } = state
+            .breakers
+            .admit(
+                &state.store,
+                &state.metrics,
+                &runtime.config.store.key_prefix,
+                &source.name,
+                runtime.config.server.upstream_timeout + std::time::Duration::from_secs(5),
+            )
+            .await
+    {
+        steps.release(&event, Some(nonce)).await;
+        let retry_after =
+            u32::try_from(retry_after.as_secs_f64().ceil() as u64).unwrap_or(u32::MAX);
+        let outcome = Outcome::AppUnavailable { retry_after };
+        return finish(state, source, Some(&verified), outcome, None);
+    }
+
     // The version gate: the body is read for it only when the source has one.
     let gate = match &source.ordering {
         None => None,
@@ -329,6 +351,20 @@ async fn deliver(
     }
 
     let attempted = steps.attempt(&event, &parts, body.clone(), peer).await;
+    if let Some(settings) = &source.breaker {
+        let ok = matches!(&attempted.answer, Ok(r) if !r.status().is_server_error());
+        state
+            .breakers
+            .record(
+                &state.store,
+                &state.metrics,
+                &runtime.config.store.key_prefix,
+                &source.name,
+                settings,
+                ok,
+            )
+            .await;
+    }
     let (word, settled) = match (&attempted.attempt, &attempted.answer) {
         (Attempt::Delivered, _) => ("forwarded", trail::State::Delivered),
         (_, Ok(_)) => ("forwarded", trail::State::Released),

@@ -200,6 +200,26 @@ async fn worker(
         }
         let lease = keys::lease(runtime.config.server.upstream_timeout);
         let mut free = source.max_in_flight.saturating_sub(in_flight.len());
+        // The breaker: open, nothing is taken (no attempt is spent);
+        // half-open, one entry is, as the probe.
+        if source.breaker.is_some() && free > 0 {
+            match state
+                .breakers
+                .admit(&state.store, &state.metrics, &prefix, &source.name, lease)
+                .await
+            {
+                crate::breaker::Admit::Open { retry_after } => {
+                    while in_flight.try_join_next().is_some() {}
+                    tokio::select! {
+                        _ = shutdown.cancelled() => break,
+                        _ = tokio::time::sleep(retry_after.min(crate::breaker::READ_EVERY)) => {}
+                    }
+                    continue;
+                }
+                crate::breaker::Admit::Probe => free = 1,
+                crate::breaker::Admit::Closed => {}
+            }
+        }
         if let Some(rate) = source.max_rate {
             free = free.min(crate::pace::per_round(rate));
         }
@@ -358,6 +378,18 @@ impl Job {
         };
 
         let tried = envelope.attempt(&steps, &event).await;
+        if let Some(settings) = &self.source.breaker {
+            // A failure is a 5xx, a timeout or a refused connection; a 429
+            // or another 4xx is the app answering.
+            let ok = match &tried.attempt {
+                Attempt::Failed { .. } => tried.status.is_some_and(|s| s < 500),
+                _ => true,
+            };
+            self.state
+                .breakers
+                .record(&self.state.store, metrics, &self.prefix, name, settings, ok)
+                .await;
+        }
         let attempts = envelope.attempts.saturating_add(1);
         let fact =
             |state: trail::State, next: Option<Duration>, dead: Option<String>| Fact::Attempted {

@@ -37,6 +37,8 @@ pub struct State {
     /// Provider keys (SNS and PayPal certificates, Google's JWKS), cached
     /// across reloads.
     pub keys: Fetcher,
+    /// Each source's circuit breaker as this process knows it.
+    pub breakers: crate::breaker::Breakers,
     /// The public listener's TLS acceptor when `[server.tls]` is set at start.
     pub tls: Option<SharedAcceptor>,
     /// Store writes that finish after their request was answered (a nonce
@@ -69,6 +71,7 @@ impl State {
             forwarder: Forwarder::new(),
             metrics,
             keys,
+            breakers: crate::breaker::Breakers::default(),
             tls,
             behind: TaskTracker::new(),
         })

@@ -101,6 +101,7 @@ pub(super) struct RawSource {
     pub retry_schedule: Option<Spanned<Vec<Spanned<String>>>>,
     pub max_in_flight: Option<Spanned<i64>>,
     pub max_rate: Option<Spanned<String>>,
+    pub breaker: Option<Spanned<RawBreaker>>,
     pub ordering: Option<Spanned<RawOrdering>>,
     pub generic: Option<Spanned<RawGeneric>>,
     pub public_url: Option<Spanned<String>>,
@@ -131,6 +132,14 @@ pub(super) struct RawKeys {
     pub allow_hosts: Option<Spanned<Vec<Spanned<String>>>>,
     pub ca_file: Option<Spanned<String>>,
     pub jwks_url: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawBreaker {
+    pub failures: Option<Spanned<i64>>,
+    pub cooldown: Option<Spanned<String>>,
+    pub max_cooldown: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]

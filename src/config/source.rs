@@ -101,6 +101,8 @@ pub struct Source {
     /// Queue delivery: deliveries started per second to the app, all
     /// replicas together (DESIGN §6a); `None` = no limit.
     pub max_rate: Option<f64>,
+    /// `[source.breaker]` (DESIGN §6a), both modes.
+    pub breaker: Option<crate::breaker::Settings>,
     pub ordering: Option<Ordering>,
     /// Meta's subscription check: the `hub.verify_token` a `GET` must carry
     /// to have its challenge answered. Separate from `keys`: it travels in
@@ -244,6 +246,7 @@ pub(super) fn build_sources(
                 retry_schedule: b.retry_schedule,
                 max_in_flight: b.max_in_flight,
                 max_rate: b.max_rate,
+                breaker: b.breaker,
                 ordering: b.ordering,
                 verify_token: b.verify_token,
                 resign: b.resign,
@@ -372,6 +375,7 @@ struct SourceBody {
     retry_schedule: Vec<Duration>,
     max_in_flight: usize,
     max_rate: Option<f64>,
+    breaker: Option<crate::breaker::Settings>,
     ordering: Option<Ordering>,
     verify_token: Option<Secret>,
     resign: Option<Secret>,
@@ -670,6 +674,45 @@ fn source_body(
         },
     };
 
+    // Circuit breaker.
+    let breaker = match &r.breaker {
+        None => Some(None),
+        Some(b) => {
+            let b = b.get_ref();
+            let failures = c.positive(b.failures.as_ref(), &field("breaker.failures"), 5);
+            let cooldown = c.duration(
+                b.cooldown.as_ref(),
+                &field("breaker.cooldown"),
+                Duration::from_secs(30),
+            );
+            let max_cooldown = c.duration(
+                b.max_cooldown.as_ref(),
+                &field("breaker.max_cooldown"),
+                Duration::from_secs(600),
+            );
+            match (failures, cooldown, max_cooldown) {
+                (Some(_), Some(cd), Some(max)) if max < cd => {
+                    if let Some(v) = &b.max_cooldown {
+                        c.at(
+                            v,
+                            &field("breaker.max_cooldown"),
+                            "must be at least breaker.cooldown",
+                        );
+                    }
+                    None
+                }
+                (Some(f), Some(cooldown), Some(max_cooldown)) => {
+                    Some(Some(crate::breaker::Settings {
+                        failures: u32::try_from(f).unwrap_or(u32::MAX),
+                        cooldown,
+                        max_cooldown,
+                    }))
+                }
+                _ => None,
+            }
+        }
+    };
+
     // Ordering gate.
     let ordering = match &r.ordering {
         None => Some(None),
@@ -703,6 +746,7 @@ fn source_body(
         retry_schedule: retry_schedule?,
         max_in_flight: max_in_flight?,
         max_rate: max_rate?,
+        breaker: breaker?,
         ordering: ordering?,
         verify_token: secrets.verify_token?,
         resign: secrets.resign?,

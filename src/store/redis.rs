@@ -168,6 +168,19 @@ return out
     )
 });
 
+/// Compare-and-set of one string key: ARGV[1] the value expected (`""`:
+/// absent), ARGV[2] the new one. Returns 1 when it was set.
+static SWAP: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local cur = redis.call('GET', KEYS[1]) or ''
+if cur ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2])
+return 1
+",
+    )
+});
+
 static VERSION_ADVANCE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
@@ -447,6 +460,29 @@ impl RedisStore {
             .collect())
     }
 
+    /// The breaker state of `source` as stored (JSON), if any.
+    pub async fn breaker_get(&self, prefix: &str, source: &str) -> Result<Option<String>, Error> {
+        self.query(redis::cmd("GET").arg(breaker_key(prefix, source)))
+            .await
+    }
+
+    /// Stores `new` as `source`'s breaker state if it still holds `old`
+    /// (`None`: absent); whether it did.
+    pub async fn breaker_swap(
+        &self,
+        prefix: &str,
+        source: &str,
+        old: Option<&str>,
+        new: &str,
+    ) -> Result<bool, Error> {
+        let key = breaker_key(prefix, source);
+        let old = old.unwrap_or("");
+        let done: i64 = self
+            .eval(&SWAP, &[&key], &[old.as_bytes(), new.as_bytes()])
+            .await?;
+        Ok(done == 1)
+    }
+
     /// Resumes `source`; whether it was paused.
     pub async fn resume(&self, prefix: &str, source: &str) -> Result<bool, Error> {
         let mut cmd = redis::cmd("HDEL");
@@ -528,6 +564,11 @@ fn require_runtime() -> Result<(), Error> {
         .map_err(|_| {
             Error::Unavailable("the Redis store must be built inside a Tokio runtime".into())
         })
+}
+
+/// A source's breaker state (DESIGN §6a).
+fn breaker_key(prefix: &str, source: &str) -> String {
+    format!("{prefix}:breaker:{{{source}}}")
 }
 
 /// The hash of paused sources (DESIGN §6a): source name to its pause.

@@ -40,6 +40,8 @@
 //!   on Redis and on SQLite.
 //! - `queue`: queue delivery: ack after enqueue, retries, 4xx, SIGKILL, replicas;
 //!   on Redis and on SQLite.
+//! - `breaker`: the circuit breaker in forward mode and, shared by two
+//!   replicas, in queue mode.
 //! - `pause`: pausing and resuming a queue source's delivery, on SQLite and
 //!   on Redis with two replicas.
 //! - `dlq`: dead letters in both modes, `hookgate dlq`, the admin endpoints;
@@ -64,6 +66,7 @@ mod support;
 mod admin;
 mod allow_ips;
 mod attacks;
+mod breaker;
 mod cli;
 mod cluster;
 mod concurrency;
