@@ -209,10 +209,15 @@ impl Load {
                 .named("queued")
                 .key("delivery = \"queue\"")
                 .key("retry_schedule = [\"1s\"]"),
-            stuck: SourceSpec::stripe()
-                .named("stuck")
-                .key("delivery = \"queue\"")
-                .key("retry_schedule = [\"1h\"]"),
+            stuck: {
+                let mut stuck = SourceSpec::stripe()
+                    .named("stuck")
+                    .key("delivery = \"queue\"")
+                    .key("retry_schedule = [\"1h\"]");
+                // A breaker that never opens in this run: its gauge is exported.
+                stuck.extra_toml += "\n[source.breaker]\nfailures = 100000\n";
+                stuck
+            },
             next_id: 0,
         }
     }
