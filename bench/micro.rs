@@ -289,6 +289,7 @@ mod memory_trail {
                     outcome: "forwarded".into(),
                     status: Some(200),
                     duration_ms: 3,
+                    waited: None,
                 },
                 state: State::Delivered,
                 next_attempt_at: None,

@@ -164,6 +164,7 @@ pub fn trail_attempt(
         outcome: outcome.into(),
         status,
         duration_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+        waited: None,
     }
 }
 

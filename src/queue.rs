@@ -131,8 +131,13 @@ async fn worker(
     // reserved so far.
     let mut pace = crate::pace::Local::default();
     let mut reserved_until = tokio::time::Instant::now();
+    // The last time delivery was held (a pause or an open breaker): why,
+    // since when and until when (unix ms; `i64::MAX` while it lasts), so
+    // that the attempts of the events it held say they waited.
+    let mut hold: Option<Hold> = None;
     // Whether the source is paused, as last read, and when to read it again.
     let mut paused = false;
+    let mut paused_since = 0i64;
     let mut read_at = tokio::time::Instant::now();
     loop {
         if shutdown.is_cancelled() {
@@ -154,6 +159,9 @@ async fn worker(
             match state.store.paused(&prefix).await {
                 Ok(all) => {
                     let now = all.iter().find(|(name, _)| *name == source.name);
+                    if let Some((_, p)) = now {
+                        paused_since = p.since_ms;
+                    }
                     if now.is_some() != paused {
                         paused = now.is_some();
                         match now {
@@ -180,6 +188,11 @@ async fn worker(
             }
         }
         if paused {
+            held(&mut hold, "paused");
+            // The pause began when it was made, maybe before this process.
+            if let Some(h) = hold.as_mut() {
+                h.since_ms = h.since_ms.min(paused_since.max(1));
+            }
             // Nothing is taken: the entries keep their place and their
             // attempts; deliveries already in hand finish.
             while in_flight.try_join_next().is_some() {}
@@ -209,6 +222,7 @@ async fn worker(
                 .await
             {
                 crate::breaker::Admit::Open { retry_after } => {
+                    held(&mut hold, "breaker");
                     while in_flight.try_join_next().is_some() {}
                     tokio::select! {
                         _ = shutdown.cancelled() => break,
@@ -222,6 +236,11 @@ async fn worker(
         }
         if let Some(rate) = source.max_rate {
             free = free.min(crate::pace::per_round(rate));
+        }
+        if let Some(h) = hold.as_mut()
+            && h.until_ms == i64::MAX
+        {
+            h.until_ms = now_ms();
         }
         let round = state
             .store
@@ -249,13 +268,15 @@ async fn worker(
                     }
                 };
                 for (n, entry) in entries.into_iter().enumerate() {
+                    let delay = delays.get(n).copied().unwrap_or_default();
                     let job = Job {
                         state: Arc::clone(&state),
                         source: source.clone(),
                         prefix: prefix.clone(),
                         entry,
+                        hold: hold.clone(),
+                        paced: delay,
                     };
-                    let delay = delays.get(n).copied().unwrap_or_default();
                     if delay.is_zero() {
                         in_flight.spawn(job.run());
                         continue;
@@ -321,12 +342,56 @@ async fn starts(
     }
 }
 
+/// A time delivery was held, for the trail of the events it held.
+#[derive(Debug, Clone)]
+struct Hold {
+    reason: &'static str,
+    since_ms: i64,
+    /// `i64::MAX` while it lasts.
+    until_ms: i64,
+}
+
+/// Notes that delivery is held for `reason` now (a new hold unless one lasts).
+fn held(hold: &mut Option<Hold>, reason: &'static str) {
+    if hold.as_ref().is_none_or(|h| h.until_ms != i64::MAX) {
+        *hold = Some(Hold {
+            reason,
+            since_ms: now_ms(),
+            until_ms: i64::MAX,
+        });
+    }
+}
+
 /// One entry on its way to the app.
 struct Job {
     state: Arc<State>,
     source: Source,
     prefix: String,
     entry: Stored,
+    /// The last hold of delivery, if any: the entry waited through it when
+    /// it was received before the hold ended.
+    hold: Option<Hold>,
+    /// How long it waits for `max_rate` before it starts.
+    paced: Duration,
+}
+
+impl Job {
+    /// Why and how long this entry waited before its attempt, if it did.
+    fn waited(&self, received_ms: i64) -> Option<trail::Waited> {
+        if let Some(h) = &self.hold
+            && received_ms < h.until_ms
+        {
+            let ms = h.until_ms.saturating_sub(h.since_ms.max(received_ms));
+            return Some(trail::Waited {
+                reason: h.reason.into(),
+                ms: u64::try_from(ms).unwrap_or(0),
+            });
+        }
+        (!self.paced.is_zero()).then(|| trail::Waited {
+            reason: "max_rate".into(),
+            ms: u64::try_from(self.paced.as_millis()).unwrap_or(u64::MAX),
+        })
+    }
 }
 
 impl Job {
@@ -391,9 +456,13 @@ impl Job {
                 .await;
         }
         let attempts = envelope.attempts.saturating_add(1);
+        let waited = self.waited(envelope.received_ms);
         let fact =
             |state: trail::State, next: Option<Duration>, dead: Option<String>| Fact::Attempted {
-                attempt: trail_attempt(Mode::Queue, tried.outcome, tried.status, tried.elapsed),
+                attempt: trail::Attempt {
+                    waited: waited.clone(),
+                    ..trail_attempt(Mode::Queue, tried.outcome, tried.status, tried.elapsed)
+                },
                 state,
                 next_attempt_at: next.map(|d| {
                     now_ms().saturating_add(i64::try_from(d.as_millis()).unwrap_or(i64::MAX))

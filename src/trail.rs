@@ -113,6 +113,17 @@ pub struct Attempt {
     /// The app's status, when it answered.
     pub status: Option<u16>,
     pub duration_ms: u64,
+    /// Queue: why the event waited before this attempt started, and how
+    /// long (DESIGN §6a: a pause, an open breaker, `max_rate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waited: Option<Waited>,
+}
+
+/// A wait before a queued attempt: `paused`, `breaker` or `max_rate`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Waited {
+    pub reason: Cow<'static, str>,
+    pub ms: u64,
 }
 
 /// One thing that happened to an event.
@@ -193,6 +204,8 @@ pub struct AttemptView {
     pub outcome: String,
     pub status: Option<u16>,
     pub duration_ms: u64,
+    /// Why and how long it waited before this attempt (queue), if it did.
+    pub waited: Option<Waited>,
 }
 
 /// Unix ms as RFC 3339 (UTC, milliseconds).
@@ -387,6 +400,7 @@ impl Summary {
             outcome: a.outcome.to_string(),
             status: a.status,
             duration_ms: a.duration_ms,
+            waited: a.waited.clone(),
         };
         Record {
             source: source.to_owned(),
@@ -574,6 +588,7 @@ mod tests {
             outcome: outcome.into(),
             status,
             duration_ms: 12,
+            waited: None,
         }
     }
 

@@ -77,6 +77,28 @@ async fn admin(gate: &Hookgate, path: &str, body: &str) -> crate::support::Resp 
     .await
 }
 
+/// Waits until the trail shows `id`'s first attempt as having waited for
+/// `reason`; the wait in ms.
+async fn waited(gate: &Hookgate, id: &str, reason: &str) -> u64 {
+    let url = format!("{}/events/q/{id}", gate.admin_url());
+    crate::support::eventually(&format!("{id} waited for {reason}"), || async {
+        let r = http(
+            Method::GET,
+            &url,
+            &headers(&[("Authorization", &format!("Bearer {TOKEN}"))]),
+            String::new(),
+        )
+        .await;
+        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap_or_default();
+        let w = &v["attempts"][0]["waited"];
+        match (w["reason"].as_str(), w["ms"].as_u64()) {
+            (Some(got), Some(ms)) if got == reason => Ok(ms),
+            _ => Err(v.to_string()),
+        }
+    })
+    .await
+}
+
 /// Waits until the gauge says `q` is paused (or not) on `gate`.
 async fn gauge_reads(gate: &Hookgate, paused: bool) {
     let want = format!(
@@ -166,6 +188,9 @@ async fn a_paused_source_keeps_its_events_across_a_restart_and_delivers_each_onc
     tokio::time::sleep(Duration::from_millis(500)).await;
     let want: Vec<String> = (0..7).map(|n| format!("p{n}")).collect();
     assert_eq!(received(&upstream), want);
+    // The trail says they waited for the pause.
+    let ms = waited(&gate, "p0", "paused").await;
+    assert!(ms >= 2_000, "p0 waited {ms} ms");
     let line = gate
         .wait_for_log("about the resume", |l| l["message"] == "delivery resumed")
         .await;
@@ -261,6 +286,8 @@ async fn a_backlog_drains_at_max_rate_on_sqlite() {
         busiest <= 9,
         "{busiest} deliveries started within one second at 8/s"
     );
+    // The last of them waited for its turn, and its trail says so.
+    assert!(waited(&gate, "p23", "max_rate").await > 0);
     let m = crate::support::get(&format!("{}/metrics", gate.admin_url())).await;
     assert!(
         m.text()

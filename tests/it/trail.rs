@@ -911,6 +911,7 @@ async fn events_an_earlier_version_wrote_on_redis_are_still_shown_and_trimmed() 
                 outcome: "forwarded".into(),
                 status: Some(200),
                 duration_ms: 5,
+                waited: None,
             },
             state: State::Delivered,
             next_attempt_at: None,
