@@ -40,22 +40,7 @@ use_release_build
 work_dir flood-bench
 
 APP_PORT=$(free_port); REDIS_PORT=$(free_port)
-mkdir -p "$WORK/app"
-cat > "$WORK/app/nginx.conf" <<CONF
-daemon off;
-worker_processes 1;
-pid $WORK/app/nginx.pid;
-error_log $WORK/app/error.log warn;
-events { worker_connections 4096; }
-http {
-  client_body_temp_path $WORK/app/body;
-  access_log off;
-  keepalive_requests 10000000;
-  server { listen 127.0.0.1:$APP_PORT; location / { return 200 '{"ok":true}'; } }
-}
-CONF
-taskset -c "$SERVER_CPU" nginx -e "$WORK/app/error.log" -p "$WORK/app" -c "$WORK/app/nginx.conf" &
-PIDS+=($!)
+start_app "$APP_PORT"
 taskset -c "$SERVER_CPU" redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --save "" --appendonly no \
   --dir "$WORK" --logfile "$WORK/redis.log" &
 PIDS+=($!)

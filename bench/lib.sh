@@ -5,6 +5,8 @@
 #   work_dir NAME           WORK, a temp directory removed at exit with every
 #                           process whose pid is in PIDS
 #   free_port, wait_port PORT
+#   start_app PORT          the app stand-in: one nginx worker answering
+#                           200 {"ok":true}, on $SERVER_CPU, in $WORK/app
 # shellcheck shell=bash
 
 need_tools() {
@@ -46,4 +48,23 @@ wait_port() { # port: waits up to 30 s for a listener
     sleep 0.05
   done
   echo "bench: nothing listens on $1" >&2; return 1
+}
+
+start_app() { # port
+  mkdir -p "$WORK/app"
+  cat > "$WORK/app/nginx.conf" <<CONF
+daemon off;
+worker_processes 1;
+pid $WORK/app/nginx.pid;
+error_log $WORK/app/error.log warn;
+events { worker_connections 4096; }
+http {
+  client_body_temp_path $WORK/app/body;
+  access_log off;
+  keepalive_requests 10000000;
+  server { listen 127.0.0.1:$1; location / { return 200 '{"ok":true}'; } }
+}
+CONF
+  taskset -c "${SERVER_CPU:-0}" nginx -e "$WORK/app/error.log" -p "$WORK/app" -c "$WORK/app/nginx.conf" &
+  PIDS+=($!)
 }

@@ -120,11 +120,8 @@ where
 /// behind the admin token like `/dlq`.
 async fn events<B>(state: &Arc<State>, request: Request<B>) -> Response<Body> {
     let runtime = state.runtime();
-    let Some(token) = &runtime.config.admin.token else {
-        return text(StatusCode::NOT_FOUND, "not found\n");
-    };
-    if !authorized(request.headers(), token) {
-        return unauthorized();
+    if let Some(refused) = refused_without_token(&runtime.config, request.headers()) {
+        return refused;
     }
     if request.method() != Method::GET {
         return text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n");
@@ -227,6 +224,20 @@ pub fn percent_decode(text: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// The answer for a path behind `[admin] token` that may not be served: 404
+/// without a token configured (as if it did not exist), 401 without the
+/// right one; `None` when it may.
+fn refused_without_token(
+    config: &crate::config::Config,
+    headers: &HeaderMap,
+) -> Option<Response<Body>> {
+    match &config.admin.token {
+        None => Some(text(StatusCode::NOT_FOUND, "not found\n")),
+        Some(token) if !authorized(headers, token) => Some(unauthorized()),
+        Some(_) => None,
+    }
+}
+
 fn unauthorized() -> Response<Body> {
     let mut response = json(
         StatusCode::UNAUTHORIZED,
@@ -247,11 +258,8 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let runtime = state.runtime();
-    let Some(token) = &runtime.config.admin.token else {
-        return text(StatusCode::NOT_FOUND, "not found\n");
-    };
-    if !authorized(request.headers(), token) {
-        return unauthorized();
+    if let Some(refused) = refused_without_token(&runtime.config, request.headers()) {
+        return refused;
     }
     let config = &runtime.config;
     let path = request.uri().path().to_owned();
@@ -316,11 +324,8 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let runtime = state.runtime();
-    let Some(token) = &runtime.config.admin.token else {
-        return text(StatusCode::NOT_FOUND, "not found\n");
-    };
-    if !authorized(request.headers(), token) {
-        return unauthorized();
+    if let Some(refused) = refused_without_token(&runtime.config, request.headers()) {
+        return refused;
     }
     if !state.store.keeps_queue() {
         return json(

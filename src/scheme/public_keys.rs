@@ -180,11 +180,6 @@ impl Provider for PublicKeySource {
     }
 
     fn resign_names(&self) -> Result<Vec<String>, &'static str> {
-        names(&[
-            "webhook-signature",
-            "webhook-timestamp",
-            "svix-signature",
-            "svix-timestamp",
-        ])
+        names(standard::RESIGNED)
     }
 }

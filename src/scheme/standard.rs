@@ -306,14 +306,18 @@ impl Provider for Standard {
     }
 
     fn resign_names(&self) -> Result<Vec<String>, &'static str> {
-        names(&[
-            "webhook-signature",
-            "webhook-timestamp",
-            "svix-signature",
-            "svix-timestamp",
-        ])
+        names(RESIGNED)
     }
 }
+
+/// The headers a re-signed delivery replaces: the signature and its time,
+/// in both header families.
+pub(super) const RESIGNED: &[&str] = &[
+    "webhook-signature",
+    "webhook-timestamp",
+    "svix-signature",
+    "svix-timestamp",
+];
 
 #[cfg(test)]
 mod tests {

@@ -1,5 +1,5 @@
 //! The circuit breaker (DESIGN §6a, `[source.breaker]`) on the real binary
-//! in front of a real app that fails and recovers on command. Forward mode
+//! in front of a real app that fails, slows and recovers on command. Forward mode
 //! on SQLite: `failures` 5xx in a row open it; open, fresh events are `503
 //! app_unavailable` with `Retry-After` and never reach the app, duplicates
 //! are still `200 duplicate`; after the cooldown one probe goes through and
@@ -89,6 +89,22 @@ async fn forward_mode_opens_answers_503_probes_and_closes() {
         Some(0.0)
     );
 
+    // An app that slows past upstream_timeout fails too: three 504s open it.
+    app.hold();
+    for n in 20..23 {
+        let id = format!("s{n}");
+        let slow = send_signed(public, "fw", &id, &format!("{{\"s\":{n}}}")).await;
+        assert_eq!(slow.status, 504, "{}", slow.body);
+    }
+    let refused = send_signed(public, "fw", "s23", r#"{"s":23}"#).await;
+    assert_eq!(refused.status, 503, "{}", refused.body);
+    app.release();
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    assert_eq!(
+        send_signed(public, "fw", "s23", r#"{"s":23}"#).await.status,
+        200
+    );
+
     // It opens again; a failed probe reopens it for twice the cooldown.
     app.answer_with(502);
     for n in 6..=8 {
@@ -118,7 +134,7 @@ async fn forward_mode_opens_answers_503_probes_and_closes() {
     );
     assert_eq!(
         metric(&gate, "hookgate_breaker_opened_total{source=\"fw\"}").await,
-        Some(3.0)
+        Some(4.0)
     );
     let line = gate
         .wait_for_log("about the failed probe", |l| {

@@ -635,15 +635,23 @@ fn run_bounded(command: &mut Command, limit: Duration) {
 /// A port that was free a moment ago: bind port 0, read it, release it.
 /// Callers retry when something else takes it first.
 pub(crate) fn free_port() -> u16 {
-    for _ in 0..20 {
-        if let Ok(listener) = TcpListener::bind("127.0.0.1:0")
-            && let Ok(addr) = listener.local_addr()
-        {
-            return addr.port();
+    // Below Linux's ephemeral range (32768-60999): a port the OS hands to a
+    // `127.0.0.1:0` listener of another test is never one of these, so a
+    // server restarted on its port finds it free. One counter per test
+    // process, from a random start, so two servers never pick the same one.
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const LOW: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    static NEXT: std::sync::OnceLock<AtomicU32> = std::sync::OnceLock::new();
+    let next = NEXT.get_or_init(|| AtomicU32::new(std::process::id().wrapping_mul(7919) % SPAN));
+    for _ in 0..SPAN {
+        let port =
+            u16::try_from(LOW + next.fetch_add(1, Ordering::Relaxed) % SPAN).unwrap_or(20_000);
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
         }
-        sleep(Duration::from_millis(10));
     }
-    panic!("no free loopback port");
+    panic!("no free loopback port between {LOW} and {}", LOW + SPAN);
 }
 
 /// A directory removed on drop.
