@@ -310,6 +310,9 @@ pub struct AttemptRow {
     pub outcome: String,
     pub status: Option<u16>,
     pub duration_ms: Option<u64>,
+    /// Why and how long a queued attempt waited before it started
+    /// (`paused 12.3 s`).
+    pub waited: Option<String>,
 }
 
 pub struct EventPage {
@@ -361,7 +364,7 @@ pub fn event(frame: &Frame<'_>, view: &EventPage) -> Markup {
             table.attempts {
                 thead { tr {
                     th { "#" } th { "At" } th { "Replica" } th { "Mode" } th { "Outcome" }
-                    th { "Status" } th { "Duration" }
+                    th { "Status" } th { "Duration" } th { "Waited" }
                 } }
                 tbody {
                     @for (i, a) in view.attempts.iter().enumerate() {
@@ -376,6 +379,7 @@ pub fn event(frame: &Frame<'_>, view: &EventPage) -> Markup {
                             td { (a.outcome) }
                             td { @match a.status { Some(s) => (s), None => "–" } }
                             td { @match a.duration_ms { Some(ms) => { (ms) " ms" }, None => "–" } }
+                            td { @match &a.waited { Some(w) => (w), None => "–" } }
                         }
                     }
                 }

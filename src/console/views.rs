@@ -369,6 +369,10 @@ pub async fn event(
                 outcome: a.outcome.clone(),
                 status: a.status,
                 duration_ms: Some(a.duration_ms),
+                waited: a
+                    .waited
+                    .as_ref()
+                    .map(|w| format!("{} {:.1} s", w.reason, w.ms as f64 / 1000.0)),
             })
             .collect(),
         attempts_omitted: r.attempts_omitted,

@@ -701,5 +701,12 @@ async fn delivery_is_paused_and_resumed_from_the_overview() {
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(app.seen().len(), 3, "each event once");
+    // The event's page says its attempt waited for the pause.
+    client
+        .goto(&format!("{admin}/console/events/shop/evt_held_0"))
+        .await
+        .expect("the event's page");
+    let attempts = wait_text(client, "table.attempts", "paused").await;
+    assert!(attempts.contains("Waited"), "{attempts}");
     browser.close().await;
 }
