@@ -133,7 +133,8 @@ impl Signed<'_> {
 /// The signatures of a `webhook-signature` list: `v1` values that are a
 /// base64 tag and `v1a` values that are a base64 64-byte signature; other
 /// entries are skipped. Bounded: a list longer than a few keys' worth is
-/// read no further.
+/// read no further, and at most [`MAX_V1A`] `v1a` signatures are kept (each
+/// costs an Ed25519 verification per public key).
 fn signatures(value: &[u8]) -> (Vec<hmac::Tag>, Vec<[u8; 64]>) {
     let (mut v1, mut v1a) = (Vec::new(), Vec::new());
     for entry in value.split(|&b| b == b' ').take(MAX_ENTRIES) {
@@ -141,6 +142,7 @@ fn signatures(value: &[u8]) -> (Vec<hmac::Tag>, Vec<[u8; 64]>) {
             v1.extend(hmac::tag_from_base64(text));
         } else if let Some(text) = entry.strip_prefix(b"v1a,")
             && text.len() <= 100
+            && v1a.len() < MAX_V1A
             && let Some(sig) = decode_lenient(text).and_then(|b| <[u8; 64]>::try_from(b).ok())
         {
             v1a.push(sig);
@@ -151,6 +153,9 @@ fn signatures(value: &[u8]) -> (Vec<hmac::Tag>, Vec<[u8; 64]>) {
 
 /// Signature entries read from one header at most.
 const MAX_ENTRIES: usize = 16;
+/// `v1a` signatures checked per request at most: a sender signs with one
+/// key, two during a rotation.
+const MAX_V1A: usize = 4;
 
 /// Reads the headers; `MissingSignature` / `MalformedSignature` as the
 /// status table says.
@@ -808,6 +813,25 @@ mod v1a {
         assert!(!Scheme::Standard.can_sign_with(&list[0]));
         let refused = Scheme::Standard.sign(&list[0], BODY.as_bytes(), Some(ID), TS);
         assert_eq!(refused, Err(PUBLIC_ONLY));
+    }
+
+    /// A header stuffed with `v1a` entries costs at most four Ed25519
+    /// checks per key: a valid signature after the fourth is not looked at.
+    #[test]
+    fn at_most_four_v1a_signatures_are_checked() {
+        let ts = TS.to_string();
+        let junk = "v1a,".to_owned() + &B64.encode([7u8; 64]);
+        let after_four = format!("{junk} {junk} {junk} {junk} {SIG_ACTIVE}");
+        let after_three = format!("{junk} {junk} {junk} {SIG_ACTIVE}");
+        let active = keys(&[ACTIVE]);
+        assert_eq!(
+            check(&active, ID, &ts, &after_four, BODY),
+            Err(Error::InvalidSignature)
+        );
+        assert_eq!(
+            check(&active, ID, &ts, &after_three, BODY).map(|v| v.secret_index),
+            Ok(0)
+        );
     }
 
     #[test]
