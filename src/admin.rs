@@ -361,6 +361,7 @@ where
                 store: &state.store,
                 forwarder: &state.forwarder,
                 metrics: &state.metrics,
+                traces: state.traces.as_ref(),
             };
             let results = match (asked.id, asked.all) {
                 (Some(id), false) => replayer.replay_id(&id).await.map(|r| vec![(id, r)]),

@@ -102,6 +102,7 @@ mod secrets;
 mod server;
 mod source;
 mod store;
+mod tracing;
 
 #[cfg(test)]
 mod tests;
@@ -120,6 +121,7 @@ pub use source::{
     Verification, warn_widened,
 };
 pub use store::{Sentinel, Store, StoreKind, redact_url};
+pub use tracing::{DEFAULT_SERVICE_NAME, Tracing};
 
 /// A validated configuration.
 #[derive(Debug, Clone)]
@@ -128,6 +130,8 @@ pub struct Config {
     pub admin: Admin,
     pub store: Store,
     pub sources: Vec<Source>,
+    /// `[tracing]`, when traces are exported.
+    pub tracing: Option<Tracing>,
 }
 
 /// Where `{ env = … }` and `{ file = … }` secrets come from. Tests pass a map;
@@ -298,16 +302,18 @@ impl Config {
         );
         let store = build_store(&mut c, file.store.as_ref());
         let sources = build_sources(&mut c, file.source.as_ref(), &store);
+        let tracing = tracing::build_tracing(&mut c, file.tracing.as_ref());
         let mut problems = c.problems;
         if problems.is_empty() {
-            if let (Some(server), Some(admin), Some(store), Some(sources)) =
-                (server, admin, store.store, sources)
+            if let (Some(server), Some(admin), Some(store), Some(sources), Some(tracing)) =
+                (server, admin, store.store, sources, tracing)
             {
                 return Ok(Config {
                     server,
                     admin,
                     store,
                     sources,
+                    tracing,
                 });
             }
             problems.push(Problem {

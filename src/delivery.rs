@@ -37,6 +37,7 @@ use crate::ordering::{Check, Gate};
 use crate::outcome::Body;
 use crate::store::{self, Claim, Store, keys};
 use crate::time::unix_now;
+use crate::traces::Span;
 use crate::trail::{self, Fact};
 
 /// The longest `Retry-After` honoured; a larger one is cut to this.
@@ -50,6 +51,8 @@ pub struct Steps<'a> {
     pub store: &'a Store,
     pub forwarder: &'a Forwarder,
     pub metrics: &'a Metrics,
+    /// The tracer, when traces are exported.
+    pub traces: Option<&'a std::sync::Arc<crate::traces::Traces>>,
 }
 
 /// An event on its way to the app, as every step sees it.
@@ -156,6 +159,7 @@ pub fn trail_attempt(
     outcome: &'static str,
     status: Option<u16>,
     elapsed: Duration,
+    trace_id: Option<String>,
 ) -> trail::Attempt {
     trail::Attempt {
         at: crate::time::now_ms(),
@@ -165,6 +169,7 @@ pub fn trail_attempt(
         status,
         duration_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
         waited: None,
+        trace_id,
     }
 }
 
@@ -254,9 +259,24 @@ impl<'a> Steps<'a> {
         parts: &http::request::Parts,
         body: Bytes,
         peer: Option<IpAddr>,
+        span: &mut Span,
     ) -> Attempted {
         let resigned = self.resigned(event, parts, &body);
         let parts = resigned.as_ref().unwrap_or(parts);
+        if span.recording() {
+            let upstream = &self.config.server.upstream;
+            span.str("http.request.method", parts.method.as_str());
+            span.str("server.address", upstream.host().unwrap_or_default());
+            if let Some(port) = upstream.port_u16() {
+                span.int("server.port", i64::from(port));
+            }
+            span.str("url.path", parts.uri.path());
+            span.str("hookgate.source", event.source);
+            span.str("hookgate.event_id", event.event_id);
+            if let Some(event_type) = event.event_type {
+                span.str("hookgate.event_type", event_type);
+            }
+        }
         let started = Instant::now();
         let answer = self
             .forwarder
@@ -266,6 +286,7 @@ impl<'a> Steps<'a> {
                 body,
                 peer,
                 Mark::Verified(event.stamp()),
+                span.parent(),
             )
             .await;
         let took = started.elapsed();
@@ -275,11 +296,16 @@ impl<'a> Steps<'a> {
                 let status = response.status();
                 let class = crate::metrics::status_class(status);
                 self.metrics.upstream_response(event.source, class, elapsed);
+                span.int("http.response.status_code", i64::from(status.as_u16()));
+                if status.is_client_error() || status.is_server_error() {
+                    span.fail(status.as_str());
+                }
                 classify(status, response.headers())
             }
             Err(e) => {
                 self.metrics
                     .upstream_response(event.source, "error", elapsed);
+                span.fail(crate::outcome::Outcome::from(e).code());
                 Attempt::Failed {
                     error: e.to_string(),
                     retry_after: None,

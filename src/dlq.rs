@@ -191,6 +191,9 @@ pub struct Replayer<'a> {
     pub store: &'a Store,
     pub forwarder: &'a Forwarder,
     pub metrics: &'a Metrics,
+    /// The tracer, when traces are exported: each replay is a span in the
+    /// trace of the request that brought the event.
+    pub traces: Option<&'a std::sync::Arc<crate::traces::Traces>>,
 }
 
 impl Replayer<'_> {
@@ -239,6 +242,7 @@ impl Replayer<'_> {
             store: self.store,
             forwarder: self.forwarder,
             metrics: self.metrics,
+            traces: self.traces,
         }
     }
 
@@ -287,9 +291,17 @@ impl Replayer<'_> {
             },
         };
 
-        let tried = envelope.attempt(&steps, &event).await;
+        let tried = envelope
+            .attempt(&steps, &event, Mode::Replay, envelope.attempts.saturating_add(1))
+            .await;
         let fact = |state: State, dead_letter_id: Option<String>| Fact::Attempted {
-            attempt: trail_attempt(Mode::Replay, tried.outcome, tried.status, tried.elapsed),
+            attempt: trail_attempt(
+                Mode::Replay,
+                tried.outcome,
+                tried.status,
+                tried.elapsed,
+                tried.trace_id.clone(),
+            ),
             state,
             next_attempt_at: None,
             dead_letter_id,

@@ -14,6 +14,8 @@ use crate::delivery::{Attempt, Event, Steps};
 use crate::forward;
 use crate::ordering::Gate;
 use crate::time::now_ms;
+use crate::traces::{Parent, Span};
+use crate::trail::Mode;
 
 /// How an attempt with a stored envelope went, as the trail records it.
 pub struct Tried {
@@ -22,6 +24,8 @@ pub struct Tried {
     pub outcome: &'static str,
     pub status: Option<u16>,
     pub elapsed: std::time::Duration,
+    /// The attempt's trace id, when it was traced and kept.
+    pub trace_id: Option<String>,
 }
 
 /// A header value as stored: text when it is UTF-8, base64 otherwise.
@@ -81,6 +85,10 @@ pub struct Envelope {
     pub resource: Option<String>,
     #[serde(default)]
     pub version: Option<String>,
+    /// The `traceparent` of the request that brought it, when traces were
+    /// exported then: its attempts and replays join that trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
     #[serde(skip)]
     pub body: Bytes,
 }
@@ -108,6 +116,8 @@ pub struct Received<'a> {
     pub signed_at: Option<i64>,
     pub peer: Option<IpAddr>,
     pub gate: Option<&'a Gate>,
+    /// The request's server span, when traced.
+    pub trace: Option<Parent>,
 }
 
 impl Envelope {
@@ -156,6 +166,7 @@ impl Envelope {
             dead_ms: None,
             resource: r.gate.map(|g| g.resource.clone()),
             version: r.gate.map(|g| g.version.to_string()),
+            trace: r.trace.map(|p| p.traceparent()),
             body,
         }
     }
@@ -165,13 +176,27 @@ impl Envelope {
         self.nonce_id.as_deref().unwrap_or(&self.event_id)
     }
 
-    /// One attempt at the app with the stored request ([`Steps::attempt`]);
-    /// a request that can no longer be rebuilt is refused, not retried.
-    pub async fn attempt(&self, steps: &Steps<'_>, event: &Event<'_>) -> Tried {
-        match self.request_parts() {
+    /// One attempt at the app with the stored request ([`Steps::attempt`]),
+    /// the `attempt`th of this event in `mode` (queue or replay), traced in
+    /// the trace of the request that brought it; a request that can no
+    /// longer be rebuilt is refused, not retried.
+    pub async fn attempt(
+        &self,
+        steps: &Steps<'_>,
+        event: &Event<'_>,
+        mode: Mode,
+        attempt: u32,
+    ) -> Tried {
+        let mut span = match steps.traces {
+            Some(traces) => traces.delivery(self.trace.as_deref().and_then(|t| Parent::parse(t.as_bytes()))),
+            None => Span::none(),
+        };
+        span.str("hookgate.delivery.mode", mode.word());
+        span.int("hookgate.delivery.attempt", i64::from(attempt));
+        let tried = match self.request_parts() {
             Ok(parts) => {
                 let attempted = steps
-                    .attempt(event, &parts, self.body.clone(), self.peer)
+                    .attempt(event, &parts, self.body.clone(), self.peer, &mut span)
                     .await;
                 Tried {
                     outcome: match &attempted.answer {
@@ -181,14 +206,24 @@ impl Envelope {
                     status: attempted.status(),
                     elapsed: attempted.elapsed,
                     attempt: attempted.attempt,
+                    trace_id: None,
                 }
             }
-            Err(e) => Tried {
-                outcome: "bad_request",
-                attempt: Attempt::Refused(e),
-                status: None,
-                elapsed: std::time::Duration::ZERO,
-            },
+            Err(e) => {
+                span.fail("bad_request");
+                Tried {
+                    outcome: "bad_request",
+                    attempt: Attempt::Refused(e),
+                    status: None,
+                    elapsed: std::time::Duration::ZERO,
+                    trace_id: None,
+                }
+            }
+        };
+        span.str("hookgate.outcome", tried.outcome);
+        Tried {
+            trace_id: span.trace_id(),
+            ..tried
         }
     }
 

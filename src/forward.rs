@@ -50,6 +50,7 @@ use tokio_rustls::TlsConnector;
 
 use crate::config::{self, Underscores};
 use crate::outcome::{Body, Outcome};
+use crate::traces::Parent;
 
 use self::connect::{Origin, Stream};
 use self::http1::{Encoded, RequestHead};
@@ -69,6 +70,8 @@ const X_VERIFIED_SOURCE_NAME: HeaderName = HeaderName::from_static(X_VERIFIED_SO
 const X_VERIFIED_EVENT_TYPE_NAME: HeaderName = HeaderName::from_static(X_VERIFIED_EVENT_TYPE);
 const X_FORWARDED_FOR_NAME: HeaderName = HeaderName::from_static(X_FORWARDED_FOR);
 const X_HOOKGATE_UNVERIFIED_NAME: HeaderName = HeaderName::from_static("x-hookgate-unverified");
+const TRACEPARENT_NAME: HeaderName = HeaderName::from_static(crate::traces::TRACEPARENT);
+const TRACESTATE_NAME: HeaderName = HeaderName::from_static(crate::traces::TRACESTATE);
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -149,6 +152,7 @@ impl Forwarder {
         body: Bytes,
         peer: Option<IpAddr>,
         mark: Mark<'_>,
+        trace: Option<Parent>,
     ) -> Result<Response<Body>, Error> {
         let upstream = &server.upstream;
         let timeout = server.upstream_timeout;
@@ -162,6 +166,7 @@ impl Forwarder {
             &body,
             peer,
             mark,
+            trace,
             keepalive,
         );
         let exchange = Exchange {
@@ -292,6 +297,7 @@ fn encode<'b>(
     body: &'b [u8],
     peer: Option<IpAddr>,
     mark: Mark<'_>,
+    trace: Option<Parent>,
     keepalive: bool,
 ) -> Encoded<'b> {
     let mut head = RequestHead::new(&parts.method, target, body.len());
@@ -301,10 +307,18 @@ fn encode<'b>(
         if forwarded_for.is_some() && name == X_FORWARDED_FOR_NAME {
             continue;
         }
+        // With a trace of hookgate's, the sender's context is not passed on:
+        // the app joins hookgate's span.
+        if trace.is_some() && (name == TRACEPARENT_NAME || name == TRACESTATE_NAME) {
+            continue;
+        }
         head.forward(name, value);
     }
     if let Some(value) = &forwarded_for {
         head.add(&X_FORWARDED_FOR_NAME, value.as_bytes());
+    }
+    if let Some(parent) = trace {
+        head.add(&TRACEPARENT_NAME, parent.traceparent().as_bytes());
     }
     match mark {
         Mark::Verified(stamp) => {

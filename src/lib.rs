@@ -37,6 +37,8 @@
 //! - [`dlq`]: dead letters: what the app could not take, and replay.
 //! - [`pipeline`]: the DESIGN §3 order, top to bottom, ending in one [`outcome::Outcome`].
 //! - [`outcome`]: one variant per status-table row; the only place statuses are chosen.
+//! - [`traces`]: OpenTelemetry spans for each request and delivery
+//!   attempt, and their export over OTLP/HTTP (`traces/export.rs`).
 //! - [`trail`]: the event trail's words: facts per event, folded into the
 //!   record an operator reads; [`events`] reads it for `/events` and the CLI.
 //! - [`admin`]: `/healthz`, `/readyz`, `/metrics`, and `/dlq`, `/events`
@@ -83,6 +85,7 @@ pub mod store;
 pub mod time;
 pub mod tls;
 pub mod trail;
+pub mod traces;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -252,6 +255,10 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
         .is_err()
     {
         tracing::warn!("duplicate counts still unwritten at exit");
+    }
+    // Spans of the drain's last requests and deliveries.
+    if let Some(traces) = &state.traces {
+        traces.flush(BEHIND_GRACE).await;
     }
     let _ = depths.await;
     let _ = store_gauges.await;

@@ -162,8 +162,12 @@ async fn serve(path: PathBuf) -> ExitCode {
     let state = match State::new(config, store) {
         Ok(state) => Arc::new(state),
         Err(e) => {
-            tracing::error!(error = %e, "server.tls refused");
-            eprintln!("hookgate: server.tls: {e}");
+            let table = match e {
+                hookgate::state::Error::Tls(_) => "server.tls",
+                hookgate::state::Error::Traces(_) => "tracing",
+            };
+            tracing::error!(error = %e, "{table} refused");
+            eprintln!("hookgate: {table}: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -618,11 +622,28 @@ async fn dlq(path: &Path, source: Option<&str>, action: DlqAction) -> ExitCode {
         DlqAction::Replay { id, all } => {
             let forwarder = hookgate::forward::Forwarder::new();
             let metrics = hookgate::metrics::Metrics::new();
+            // Replays from the command line join their events' traces too.
+            let traces = match &config.tracing {
+                Some(settings) => {
+                    match hookgate::traces::Traces::start(
+                        settings,
+                        metrics.trace_spans_dropped.clone(),
+                    ) {
+                        Ok(traces) => Some(traces),
+                        Err(e) => {
+                            eprintln!("hookgate dlq replay: tracing: {e}");
+                            return ExitCode::FAILURE;
+                        }
+                    }
+                }
+                None => None,
+            };
             let replayer = Replayer {
                 config: &config,
                 store: &store,
                 forwarder: &forwarder,
                 metrics: &metrics,
+                traces: traces.as_ref(),
             };
             let results = match (id, all) {
                 (Some(id), _) => replayer.replay_id(&id).await.map(|r| vec![(id, r)]),
@@ -635,6 +656,9 @@ async fn dlq(path: &Path, source: Option<&str>, action: DlqAction) -> ExitCode {
                     results.map(|all| all.into_iter().map(|(d, r)| (d.id, r)).collect())
                 }
             };
+            if let Some(traces) = &traces {
+                traces.flush(std::time::Duration::from_secs(5)).await;
+            }
             let results = match results {
                 Ok(results) => results,
                 Err(e) => {

@@ -128,6 +128,9 @@ pub struct Metrics {
     pub console_signin_failures: Counter,
     /// Fetches of a provider's keys (certificates, key sets) that failed.
     pub key_fetch_failures: Counter,
+    /// Spans that were not exported: the queue was full, or the collector
+    /// refused or did not answer a batch.
+    pub trace_spans_dropped: Counter,
     /// Seconds each fdatasync of the SQLite WAL took.
     pub store_sync: Histogram,
     /// Writes per SQLite group commit.
@@ -292,6 +295,12 @@ impl Metrics {
             "Fetches of a provider's keys (certificates, JWK Sets) that failed; a source with keys fetched before goes on with them",
             key_fetch_failures.clone(),
         );
+        let trace_spans_dropped = Counter::default();
+        registry.register(
+            "hookgate_trace_spans_dropped",
+            "Trace spans not exported: the export queue was full, or the collector refused or did not answer their batch",
+            trace_spans_dropped.clone(),
+        );
         let config_reloads = Family::<ReloadResult, Counter>::default();
         registry.register(
             "hookgate_config_reloads",
@@ -369,6 +378,7 @@ impl Metrics {
             config_reloads,
             console_signin_failures,
             key_fetch_failures,
+            trace_spans_dropped,
             store_sync,
             store_batch,
             connections_open,

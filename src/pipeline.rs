@@ -35,7 +35,9 @@ use crate::state::{Runtime, State};
 use crate::store;
 use crate::store::keys::{self, key_safe_id};
 use crate::time::{unix_now, unix_now_f64};
+use crate::traces::Span;
 use crate::trail::{self, Fact};
+use opentelemetry::trace::SpanKind;
 
 mod detach;
 use detach::{Detachable, Panicked};
@@ -61,20 +63,29 @@ where
 {
     let runtime = state.runtime();
     let (mut parts, body) = request.into_parts();
+    let mut span = match &state.traces {
+        Some(traces) => traces.request(&parts.method, parts.uri.path(), &parts.headers),
+        None => Span::none(),
+    };
     let server = &runtime.config.server;
     forward::strip_spoofable(&mut parts.headers, server.underscores_in_headers);
     if let Err(e) = crate::route::origin_form(&mut parts) {
         tracing::debug!(reason = %e, "request target refused");
-        log_unmatched(state, &parts, &Outcome::BadRequest);
+        log_unmatched(state, span, &parts, &Outcome::BadRequest);
         return Outcome::BadRequest.response();
     }
 
     let Some(index) = runtime.router.route(parts.uri.path()) else {
         // Boxed: its forward would otherwise size every request's future,
         // which hyper keeps allocated for each open connection.
-        return Box::pin(unmatched(state, &runtime, parts, body, peer)).await;
+        return Box::pin(unmatched(state, &runtime, parts, body, peer, span)).await;
     };
     let source = &runtime.config.sources[index];
+    if span.recording() {
+        span.rename(format!("{} {}", parts.method, source.path));
+        span.str("http.route", &source.path);
+        span.str("hookgate.source", &source.name);
+    }
 
     // A provider's endpoint check (Dropbox/Nylas GET challenge, Okta, Meta,
     // Worldline, X CRC, Trello HEAD; Asana's and Microsoft Graph's unsigned
@@ -89,7 +100,7 @@ where
         &parts.headers,
     );
     if check.is_none() && parts.method != Method::POST {
-        return finish(state, source, None, Outcome::MethodNotAllowed, None);
+        return finish(state, span, source, None, Outcome::MethodNotAllowed, None);
     }
     // The sender address gate: every request the source would take, endpoint
     // checks included, comes from an allowed client or is refused before
@@ -98,17 +109,17 @@ where
         let client = crate::allow::client_address(peer, &parts.headers, &server.trusted_proxies);
         if !client.is_some_and(|ip| allowed.contains(ip)) {
             tracing::debug!(source = %source.name, client = ?client, peer = ?peer, "client address outside allow_ips");
-            return finish(state, source, None, Outcome::ForbiddenIp, None);
+            return finish(state, span, source, None, Outcome::ForbiddenIp, None);
         }
     }
     match check {
         Some(Ok(reply)) => {
             let response = reply.into_response();
-            return finish(state, source, None, Outcome::Handshake, Some(response));
+            return finish(state, span, source, None, Outcome::Handshake, Some(response));
         }
         Some(Err(e)) => {
             tracing::debug!(source = %source.name, reason = %e, "endpoint check refused");
-            return finish(state, source, None, Outcome::from(&e), None);
+            return finish(state, span, source, None, Outcome::from(&e), None);
         }
         None => {}
     }
@@ -121,11 +132,12 @@ where
     .await
     {
         Ok(body) => body,
-        Err(outcome) => return finish(state, source, None, outcome, None),
+        Err(outcome) => return finish(state, span, source, None, outcome, None),
     };
 
     // Schemes whose key comes from the provider (SNS, PayPal, Google) fetch
     // it first; every other scheme verifies as it always did.
+    let mut verifying = span.child("verify", SpanKind::Internal);
     let verified = match source
         .scheme
         .verify_fetching(
@@ -143,13 +155,17 @@ where
         Err(e) => {
             tracing::debug!(source = %source.name, reason = %e, "verification failed");
             let outcome = Outcome::from(&e);
+            verifying.fail(outcome.code());
+            verifying.end();
             if source.verification == Verification::Observe && !matches!(e, Error::MalformedBody(_))
             {
-                return observe(state, server, source, &parts, body, peer, outcome).await;
+                let observed = observe(state, server, source, &parts, body, peer, outcome, span);
+                return observed.await;
             }
-            return finish(state, source, None, outcome, None);
+            return finish(state, span, source, None, outcome, None);
         }
     };
+    verifying.end();
     state
         .metrics
         .signature_match(&source.name, verified.secret_index);
@@ -164,6 +180,7 @@ where
         let response = reply.into_response();
         return finish(
             state,
+            span,
             source,
             Some(&verified),
             Outcome::Handshake,
@@ -172,7 +189,7 @@ where
     }
 
     if !source.accepts_type(verified.event_type.as_deref()) {
-        return finish(state, source, Some(&verified), Outcome::Ignored, None);
+        return finish(state, span, source, Some(&verified), Outcome::Ignored, None);
     }
 
     // From here on the event is claimed: the rest runs to completion even if
@@ -181,7 +198,7 @@ where
         let state = Arc::clone(state);
         let runtime = Arc::clone(&runtime);
         Detachable::new(async move {
-            deliver(&state, &runtime, index, parts, body, verified, peer).await
+            deliver(&state, &runtime, index, parts, body, verified, peer, span).await
         })
     };
     match delivery.await {
@@ -195,6 +212,7 @@ where
 
 /// Nonce → version gate → forward or enqueue → commit or release, through
 /// the steps every delivery takes ([`crate::delivery`]).
+#[allow(clippy::too_many_arguments)]
 async fn deliver(
     state: &Arc<State>,
     runtime: &Runtime,
@@ -203,6 +221,7 @@ async fn deliver(
     body: Bytes,
     verified: Verified,
     peer: Option<IpAddr>,
+    span: Span,
 ) -> Response<Body> {
     let source = &runtime.config.sources[index];
     let steps = Steps {
@@ -210,6 +229,7 @@ async fn deliver(
         store: &state.store,
         forwarder: &state.forwarder,
         metrics: &state.metrics,
+        traces: state.traces.as_ref(),
     };
     let event_id = key_safe_id(&verified.event_id);
     // An id the signature does not cover names the event but cannot tell
@@ -231,25 +251,41 @@ async fn deliver(
     };
 
     let claimed_at = crate::time::now_ms();
-    let nonce = match steps.claim(&event).await {
+    let mut claiming = span.child("claim", SpanKind::Internal);
+    let claimed = steps.claim(&event).await;
+    claiming.str(
+        "hookgate.claim",
+        match &claimed {
+            Ok(Claimed::Fresh(_)) => "fresh",
+            Ok(Claimed::Done) => "done",
+            Ok(Claimed::InFlight) => "in_flight",
+            Err(_) => "store_unavailable",
+        },
+    );
+    if claimed.is_err() {
+        claiming.fail("store_unavailable");
+    }
+    claiming.end();
+    let nonce = match claimed {
         Ok(Claimed::Fresh(nonce)) => nonce,
         Ok(Claimed::Done) => {
             steps.duplicate(&event);
             let outcome = Outcome::Duplicate {
                 event_id: event_id.into_owned(),
             };
-            return finish(state, source, Some(&verified), outcome, None);
+            return finish(state, span, source, Some(&verified), outcome, None);
         }
         Ok(Claimed::InFlight) => {
-            return finish(state, source, Some(&verified), Outcome::InFlight, None);
+            return finish(state, span, source, Some(&verified), Outcome::InFlight, None);
         }
         Err(_) if source.on_store_error == OnStoreError::ForwardUnchecked => {
-            return forward_unchecked(state, &steps, &event, source, &parts, body, &verified, peer)
-                .await;
+            let unchecked =
+                forward_unchecked(state, &steps, &event, source, &parts, body, &verified, peer, span);
+            return unchecked.await;
         }
         Err(_) => {
             let outcome = Outcome::StoreUnavailable;
-            return finish(state, source, Some(&verified), outcome, None);
+            return finish(state, span, source, Some(&verified), outcome, None);
         }
     };
 
@@ -272,7 +308,7 @@ async fn deliver(
         let retry_after =
             u32::try_from(retry_after.as_secs_f64().ceil() as u64).unwrap_or(u32::MAX);
         let outcome = Outcome::AppUnavailable { retry_after };
-        return finish(state, source, Some(&verified), outcome, None);
+        return finish(state, span, source, Some(&verified), outcome, None);
     }
 
     // The version gate: the body is read for it only when the source has one.
@@ -283,7 +319,7 @@ async fn deliver(
             Err(e) => {
                 tracing::debug!(source = %source.name, event_id = %event_id, reason = %e, "no resource version in a verified body");
                 steps.release(&event, Some(nonce)).await;
-                return finish(state, source, Some(&verified), Outcome::MalformedBody, None);
+                return finish(state, span, source, Some(&verified), Outcome::MalformedBody, None);
             }
         },
     };
@@ -299,7 +335,7 @@ async fn deliver(
             Ok(Gated::Newer(lock)) => lock,
             Ok(Gated::Busy) => {
                 steps.release(&event, Some(nonce)).await;
-                return finish(state, source, Some(&verified), Outcome::InFlight, None);
+                return finish(state, span, source, Some(&verified), Outcome::InFlight, None);
             }
             Ok(settled) => {
                 // A stale or equal version settles the event: its nonce is
@@ -313,12 +349,12 @@ async fn deliver(
                         event_id: event_id.to_string(),
                     }
                 };
-                return finish(state, source, Some(&verified), outcome, None);
+                return finish(state, span, source, Some(&verified), outcome, None);
             }
             Err(_) => {
                 steps.release(&event, Some(nonce)).await;
                 let outcome = Outcome::StoreUnavailable;
-                return finish(state, source, Some(&verified), outcome, None);
+                return finish(state, span, source, Some(&verified), outcome, None);
             }
         },
     };
@@ -342,15 +378,28 @@ async fn deliver(
         signed_at: verified.timestamp,
         peer,
         gate: gate.as_ref(),
+        trace: span.parent(),
     };
     if source.delivery == Delivery::Queue {
         let envelope = Envelope::new(&parts, body, received);
         let facts = vec![arrival(trail::State::Waiting)];
+        let mut enqueuing = span.child("enqueue", SpanKind::Producer);
         let outcome = enqueue(state, &steps, &event, nonce, &envelope, facts).await;
-        return finish(state, source, Some(&verified), outcome, None);
+        if matches!(outcome, Outcome::StoreUnavailable) {
+            enqueuing.fail(outcome.code());
+        }
+        enqueuing.end();
+        return finish(state, span, source, Some(&verified), outcome, None);
     }
 
-    let attempted = steps.attempt(&event, &parts, body.clone(), peer).await;
+    let mut forwarding = span.child("POST", SpanKind::Client);
+    forwarding.str("hookgate.delivery.mode", trail::Mode::Forward.word());
+    forwarding.int("hookgate.delivery.attempt", 1);
+    let attempted = steps
+        .attempt(&event, &parts, body.clone(), peer, &mut forwarding)
+        .await;
+    let attempt_trace = forwarding.trace_id();
+    forwarding.end();
     if let Some(settings) = &source.breaker {
         let ok = matches!(&attempted.answer, Ok(r) if !r.status().is_server_error());
         state
@@ -379,6 +428,7 @@ async fn deliver(
                 word,
                 attempted.status(),
                 attempted.elapsed,
+                attempt_trace,
             ),
             state: settled,
             next_attempt_at: None,
@@ -410,7 +460,7 @@ async fn deliver(
                     .completion(&source.name, unix_now_f64() - ts as f64);
             }
             let outcome = Outcome::Forwarded;
-            return finish(state, source, Some(&verified), outcome, Some(response));
+            return finish(state, span, source, Some(&verified), outcome, Some(response));
         }
         (_, answer) => {
             steps.release(&event, lock).await;
@@ -419,7 +469,7 @@ async fn deliver(
                 Ok(response) => {
                     let status = response.status();
                     let outcome = Outcome::Forwarded;
-                    let response = finish(state, source, Some(&verified), outcome, Some(response));
+                    let response = finish(state, span, source, Some(&verified), outcome, Some(response));
                     if !status.is_server_error() {
                         return response;
                     }
@@ -427,7 +477,7 @@ async fn deliver(
                 }
                 Err(e) => {
                     tracing::warn!(source = %source.name, event_id = %event_id, error = %e, "forward failed");
-                    let response = finish(state, source, Some(&verified), Outcome::from(&e), None);
+                    let response = finish(state, span, source, Some(&verified), Outcome::from(&e), None);
                     (response, e.to_string())
                 }
             }
@@ -595,6 +645,7 @@ fn retry_commit(state: &Arc<State>, nonce: Lease, ttl: Duration, source: String,
 /// Observe mode (DESIGN §3): a request that failed verification goes to the
 /// app anyway, without a stamp, marked `X-Hookgate-Unverified: <word>`, and
 /// is counted and logged under `outcome`'s word. Nothing is stored for it.
+#[allow(clippy::too_many_arguments)]
 async fn observe(
     state: &State,
     server: &crate::config::Server,
@@ -603,12 +654,17 @@ async fn observe(
     body: Bytes,
     peer: Option<IpAddr>,
     outcome: Outcome,
+    span: Span,
 ) -> Response<Body> {
     let started = std::time::Instant::now();
+    let mut forwarding = span.child("POST", SpanKind::Client);
+    let mark = Mark::Unverified(outcome.code());
     let sent = state
         .forwarder
-        .send(server, parts, body, peer, Mark::Unverified(outcome.code()))
+        .send(server, parts, body, peer, mark, forwarding.parent())
         .await;
+    answered(&mut forwarding, &sent);
+    forwarding.end();
     let elapsed = started.elapsed().as_secs_f64();
     match sent {
         Ok(response) => {
@@ -616,7 +672,7 @@ async fn observe(
             state
                 .metrics
                 .upstream_response(&source.name, class, elapsed);
-            finish(state, source, None, outcome, Some(response))
+            finish(state, span, source, None, outcome, Some(response))
         }
         Err(e) => {
             state
@@ -624,7 +680,7 @@ async fn observe(
                 .upstream_response(&source.name, "error", elapsed);
             tracing::warn!(source = %source.name, error = %e, "forward failed");
             let failed = Outcome::from(&e);
-            finish(state, source, None, outcome, Some(failed.response()))
+            finish(state, span, source, None, outcome, Some(failed.response()))
         }
     }
 }
@@ -641,16 +697,24 @@ async fn forward_unchecked(
     body: Bytes,
     verified: &Verified,
     peer: Option<IpAddr>,
+    span: Span,
 ) -> Response<Body> {
     tracing::warn!(source = %source.name, event_id = %event.event_id, "store unavailable: forwarding without the duplicate check (on_store_error = forward_unchecked)");
-    match steps.attempt(event, parts, body, peer).await.answer {
+    let mut forwarding = span.child("POST", SpanKind::Client);
+    forwarding.str("hookgate.delivery.mode", trail::Mode::Forward.word());
+    forwarding.int("hookgate.delivery.attempt", 1);
+    let attempted = steps
+        .attempt(event, parts, body, peer, &mut forwarding)
+        .await;
+    forwarding.end();
+    match attempted.answer {
         Ok(response) => {
             let outcome = Outcome::ForwardedUnchecked;
-            finish(state, source, Some(verified), outcome, Some(response))
+            finish(state, span, source, Some(verified), outcome, Some(response))
         }
         Err(e) => {
             tracing::warn!(source = %source.name, event_id = %event.event_id, error = %e, "forward failed");
-            finish(state, source, Some(verified), Outcome::from(&e), None)
+            finish(state, span, source, Some(verified), Outcome::from(&e), None)
         }
     }
 }
@@ -662,6 +726,7 @@ async fn unmatched<B>(
     parts: http::request::Parts,
     body: B,
     peer: Option<IpAddr>,
+    span: Span,
 ) -> Response<Body>
 where
     B: hyper::body::Body<Data = Bytes>,
@@ -680,13 +745,18 @@ where
         {
             Err(outcome) => outcome,
             Ok(body) => {
+                let mut forwarding = span.child("POST", SpanKind::Client);
                 let sent = state
                     .forwarder
-                    .send(server, &parts, body, peer, Mark::Unmatched)
+                    .send(server, &parts, body, peer, Mark::Unmatched, forwarding.parent())
                     .await;
+                answered(&mut forwarding, &sent);
+                forwarding.end();
                 match sent {
                     Ok(response) => {
-                        log_unmatched(state, &parts, &Outcome::Unmatched);
+                        let mut span = span;
+                        span.int("http.response.status_code", i64::from(response.status().as_u16()));
+                        log_unmatched(state, span, &parts, &Outcome::Unmatched);
                         return response;
                     }
                     Err(e) => Outcome::from(&e),
@@ -694,24 +764,62 @@ where
             }
         },
     };
-    log_unmatched(state, &parts, &outcome);
+    log_unmatched(state, span, &parts, &outcome);
     outcome.response()
 }
 
-fn log_unmatched(state: &State, parts: &http::request::Parts, outcome: &Outcome) {
+/// Counts, logs and ends a request no source took (`http.response.status_code`
+/// is hookgate's, unless the app's answer was set on `span` already).
+fn log_unmatched(state: &State, mut span: Span, parts: &http::request::Parts, outcome: &Outcome) {
     state.metrics.request("", outcome.code());
+    let status = outcome.status();
+    let trace_id = span.trace_id();
+    if span.recording() {
+        span.str("hookgate.outcome", outcome.code());
+        if !matches!(outcome, Outcome::Unmatched) {
+            span.int("http.response.status_code", i64::from(status.as_u16()));
+            mark_status(&mut span, status, outcome);
+        }
+    }
+    span.end();
     tracing::info!(
         path = parts.uri.path(),
         outcome = outcome.code(),
-        status = outcome.status().as_u16(),
+        status = status.as_u16(),
+        trace_id = trace_id.as_deref(),
         "request"
     );
+}
+
+/// A server span's status: an error for a 5xx; `error.type` alone for a
+/// 4xx (the sender's fault, not hookgate's).
+fn mark_status(span: &mut Span, status: http::StatusCode, outcome: &Outcome) {
+    if status.is_server_error() {
+        span.fail(outcome.code());
+    } else if status.is_client_error() {
+        span.refused(outcome.code());
+    }
+}
+
+/// Records the app's answer (or why there is none) on a client span.
+fn answered(span: &mut Span, sent: &Result<Response<Body>, forward::Error>) {
+    match sent {
+        Ok(response) => {
+            let status = response.status();
+            span.int("http.response.status_code", i64::from(status.as_u16()));
+            if status.is_client_error() || status.is_server_error() {
+                span.fail(status.as_str());
+            }
+        }
+        Err(e) => span.fail(Outcome::from(e).code()),
+    }
 }
 
 /// Counts and logs the end of a request, and gives its response: the app's
 /// when it answered, hookgate's own otherwise.
 fn finish(
     state: &State,
+    mut span: Span,
     source: &Source,
     verified: Option<&Verified>,
     outcome: Outcome,
@@ -721,6 +829,20 @@ fn finish(
     state.metrics.request(&source.name, outcome.code());
     // The id as stored and stamped: a hostile id can't make a huge log line.
     let event_id = verified.map(|v| key_safe_id(&v.event_id));
+    let trace_id = span.trace_id();
+    if span.recording() {
+        let status = response.status();
+        span.str("hookgate.outcome", outcome.code());
+        span.int("http.response.status_code", i64::from(status.as_u16()));
+        if let Some(id) = &event_id {
+            span.str("hookgate.event_id", id);
+        }
+        if let Some(event_type) = verified.and_then(|v| v.event_type.as_deref()) {
+            span.str("hookgate.event_type", event_type);
+        }
+        mark_status(&mut span, status, &outcome);
+    }
+    span.end();
     // Plain `&str` fields are escaped straight into the line; `%` would
     // format them into a String first.
     tracing::info!(
@@ -729,6 +851,7 @@ fn finish(
         event_type = verified.and_then(|v| v.event_type.as_deref()),
         outcome = outcome.code(),
         status = response.status().as_u16(),
+        trace_id = trace_id.as_deref(),
         "request"
     );
     response

@@ -411,6 +411,7 @@ impl Job {
             store: &self.state.store,
             forwarder: &self.state.forwarder,
             metrics: &self.state.metrics,
+            traces: self.state.traces.as_ref(),
         };
         let metrics = &self.state.metrics;
         let name = self.source.name.as_str();
@@ -442,7 +443,9 @@ impl Job {
             },
         };
 
-        let tried = envelope.attempt(&steps, &event).await;
+        let tried = envelope
+            .attempt(&steps, &event, Mode::Queue, envelope.attempts.saturating_add(1))
+            .await;
         if let Some(settings) = &self.source.breaker {
             // A failure is a 5xx, a timeout or a refused connection; a 429
             // or another 4xx is the app answering.
@@ -461,7 +464,13 @@ impl Job {
             |state: trail::State, next: Option<Duration>, dead: Option<String>| Fact::Attempted {
                 attempt: trail::Attempt {
                     waited: waited.clone(),
-                    ..trail_attempt(Mode::Queue, tried.outcome, tried.status, tried.elapsed)
+                    ..trail_attempt(
+                        Mode::Queue,
+                        tried.outcome,
+                        tried.status,
+                        tried.elapsed,
+                        tried.trace_id.clone(),
+                    )
                 },
                 state,
                 next_attempt_at: next.map(|d| {

@@ -2,8 +2,9 @@
 //!
 //! An invalid config is refused, logged and counted; the old one keeps
 //! serving. Requests already running finish on the runtime they started with.
-//! The listeners and the store are fixed at start: a change to them is logged
-//! as needing a restart and the rest of the new config still applies.
+//! The listeners, the store and the trace exporter are fixed at start: a
+//! change to them is logged as needing a restart and the rest of the new
+//! config still applies.
 
 use std::path::Path;
 
@@ -30,6 +31,17 @@ pub fn reload(state: &State, path: &Path) -> bool {
                 || old.store.replica_timeout != config.store.replica_timeout
             {
                 tracing::warn!("store settings changed: they take effect on restart");
+            }
+            let exporter = |c: &Config| {
+                c.tracing
+                    .as_ref()
+                    .map(|t| (t.traces_url.clone(), t.sample_ratio, t.service_name.clone()))
+            };
+            if exporter(old) != exporter(&config) {
+                tracing::warn!(
+                    "tracing settings changed: otlp_endpoint, sample_ratio and service_name \
+                     take effect on restart (trace_url at once)"
+                );
             }
             crate::config::warn_widened(&config.sources);
             state.swap(config);

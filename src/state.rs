@@ -29,6 +29,15 @@ impl Runtime {
     }
 }
 
+/// Why the shared state could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Tls(#[from] tls::Error),
+    #[error(transparent)]
+    Traces(#[from] crate::traces::Error),
+}
+
 pub struct State {
     runtime: ArcSwap<Runtime>,
     pub store: Store,
@@ -44,11 +53,13 @@ pub struct State {
     /// Store writes that finish after their request was answered (a nonce
     /// commit on Redis without `min_replicas`); the drain waits for them.
     pub behind: TaskTracker,
+    /// The tracer, when `[tracing]` was set at start (a reload keeps it).
+    pub traces: Option<Arc<crate::traces::Traces>>,
 }
 
 impl State {
     /// Builds the shared state; fails when `[server.tls]` names unusable files.
-    pub fn new(config: Config, store: Store) -> Result<Self, tls::Error> {
+    pub fn new(config: Config, store: Store) -> Result<Self, Error> {
         let tls = match &config.server.tls {
             Some(settings) => Some(Arc::new(ArcSwap::from_pointee(tls::acceptor(settings)?))),
             None => None,
@@ -63,6 +74,13 @@ impl State {
             }
             Store::Memory(_) => {}
         }
+        let traces = match &config.tracing {
+            Some(settings) => Some(crate::traces::Traces::start(
+                settings,
+                metrics.trace_spans_dropped.clone(),
+            )?),
+            None => None,
+        };
         let keys = Fetcher::default();
         keys.count_failures(metrics.key_fetch_failures.clone());
         Ok(State {
@@ -74,6 +92,7 @@ impl State {
             breakers: crate::breaker::Breakers::default(),
             tls,
             behind: TaskTracker::new(),
+            traces,
         })
     }
 

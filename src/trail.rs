@@ -98,6 +98,17 @@ pub enum Mode {
     Replay,
 }
 
+impl Mode {
+    /// The word JSON and traces use.
+    pub fn word(self) -> &'static str {
+        match self {
+            Mode::Forward => "forward",
+            Mode::Queue => "queue",
+            Mode::Replay => "replay",
+        }
+    }
+}
+
 /// One attempt at the app.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Attempt {
@@ -117,6 +128,10 @@ pub struct Attempt {
     /// long (DESIGN §6a: a pause, an open breaker, `max_rate`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waited: Option<Waited>,
+    /// The attempt's trace, when traces are exported and this one was kept
+    /// (DESIGN §7c).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
 }
 
 /// A wait before a queued attempt: `paused`, `breaker` or `max_rate`.
@@ -206,6 +221,9 @@ pub struct AttemptView {
     pub duration_ms: u64,
     /// Why and how long it waited before this attempt (queue), if it did.
     pub waited: Option<Waited>,
+    /// The attempt's trace id, when it was traced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
 }
 
 /// Unix ms as RFC 3339 (UTC, milliseconds).
@@ -401,6 +419,7 @@ impl Summary {
             status: a.status,
             duration_ms: a.duration_ms,
             waited: a.waited.clone(),
+            trace_id: a.trace_id.clone(),
         };
         Record {
             source: source.to_owned(),
@@ -589,6 +608,7 @@ mod tests {
             status,
             duration_ms: 12,
             waited: None,
+            trace_id: None,
         }
     }
 

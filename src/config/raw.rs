@@ -29,6 +29,33 @@ pub(super) struct RawFile {
     pub admin: Option<Spanned<RawAdmin>>,
     pub store: Option<Spanned<RawStore>>,
     pub source: Option<Spanned<Vec<Spanned<RawSource>>>>,
+    pub tracing: Option<Spanned<RawTracing>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTracing {
+    pub otlp_endpoint: Option<Spanned<String>>,
+    pub sample_ratio: Option<Spanned<RawNumber>>,
+    pub service_name: Option<Spanned<String>>,
+    pub trace_url: Option<Spanned<String>>,
+}
+
+/// A TOML number written either way (`1` or `1.0`).
+#[derive(Deserialize, Clone, Copy)]
+#[serde(untagged)]
+pub(super) enum RawNumber {
+    Integer(i64),
+    Float(f64),
+}
+
+impl RawNumber {
+    pub fn as_f64(self) -> f64 {
+        match self {
+            RawNumber::Integer(i) => i as f64,
+            RawNumber::Float(f) => f,
+        }
+    }
 }
 
 #[derive(Deserialize)]

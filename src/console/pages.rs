@@ -313,6 +313,8 @@ pub struct AttemptRow {
     /// Why and how long a queued attempt waited before it started
     /// (`paused 12.3 s`).
     pub waited: Option<String>,
+    /// The attempt's trace id, and the link to it when `trace_url` is set.
+    pub trace: Option<(String, Option<String>)>,
 }
 
 pub struct EventPage {
@@ -343,6 +345,7 @@ fn attempt_number(i: usize, omitted: u64) -> u64 {
 
 pub fn event(frame: &Frame<'_>, view: &EventPage) -> Markup {
     let e = &view.row;
+    let traced = view.attempts.iter().any(|a| a.trace.is_some());
     let content = html! {
         dl.facts {
             dt { "Source" } dd { (e.source) }
@@ -365,11 +368,12 @@ pub fn event(frame: &Frame<'_>, view: &EventPage) -> Markup {
                 thead { tr {
                     th { "#" } th { "At" } th { "Replica" } th { "Mode" } th { "Outcome" }
                     th { "Status" } th { "Duration" } th { "Waited" }
+                    @if traced { th { "Trace" } }
                 } }
                 tbody {
                     @for (i, a) in view.attempts.iter().enumerate() {
                         @if view.attempts_omitted > 0 && i == crate::trail::FIRST_ATTEMPTS {
-                            tr.omitted { td colspan="7" { (view.attempts_omitted) " attempts omitted" } }
+                            tr.omitted { td colspan=(if traced { 9 } else { 8 }) { (view.attempts_omitted) " attempts omitted" } }
                         }
                         tr {
                             td { (attempt_number(i, view.attempts_omitted)) }
@@ -380,6 +384,13 @@ pub fn event(frame: &Frame<'_>, view: &EventPage) -> Markup {
                             td { @match a.status { Some(s) => (s), None => "–" } }
                             td { @match a.duration_ms { Some(ms) => { (ms) " ms" }, None => "–" } }
                             td { @match &a.waited { Some(w) => (w), None => "–" } }
+                            @if traced {
+                                td.trace { @match &a.trace {
+                                    Some((id, Some(link))) => a href=(link) rel="noopener noreferrer" { (id) },
+                                    Some((id, None)) => code { (id) },
+                                    None => "–",
+                                } }
+                            }
                         }
                     }
                 }

@@ -91,6 +91,7 @@ impl Replays {
                 store: &state.store,
                 forwarder: &state.forwarder,
                 metrics: &state.metrics,
+                traces: state.traces.as_ref(),
             };
             let replays = &console.replays;
             let result = replayer

@@ -373,6 +373,14 @@ pub async fn event(
                     .waited
                     .as_ref()
                     .map(|w| format!("{} {:.1} s", w.reason, w.ms as f64 / 1000.0)),
+                trace: a
+                    .trace_id
+                    .as_ref()
+                    .filter(|id| crate::traces::is_trace_id(id))
+                    .map(|id| {
+                        let link = config.tracing.as_ref().and_then(|t| t.link(id));
+                        (id.clone(), link)
+                    }),
             })
             .collect(),
         attempts_omitted: r.attempts_omitted,
@@ -518,6 +526,7 @@ pub async fn replay_one(state: &Arc<State>, form: &[(String, String)]) -> Respon
         store: &state.store,
         forwarder: &state.forwarder,
         metrics: &state.metrics,
+        traces: state.traces.as_ref(),
     };
     let result = match replayer.replay_id(&id).await {
         Ok(Replayed::Delivered) => "delivered",
