@@ -292,7 +292,12 @@ impl Replayer<'_> {
         };
 
         let tried = envelope
-            .attempt(&steps, &event, Mode::Replay, envelope.attempts.saturating_add(1))
+            .attempt(
+                &steps,
+                &event,
+                Mode::Replay,
+                envelope.attempts.saturating_add(1),
+            )
             .await;
         let fact = |state: State, dead_letter_id: Option<String>| Fact::Attempted {
             attempt: trail_attempt(

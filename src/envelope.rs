@@ -188,7 +188,11 @@ impl Envelope {
         attempt: u32,
     ) -> Tried {
         let mut span = match steps.traces {
-            Some(traces) => traces.delivery(self.trace.as_deref().and_then(|t| Parent::parse(t.as_bytes()))),
+            Some(traces) => traces.delivery(
+                self.trace
+                    .as_deref()
+                    .and_then(|t| Parent::parse(t.as_bytes())),
+            ),
             None => Span::none(),
         };
         span.str("hookgate.delivery.mode", mode.word());

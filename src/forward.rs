@@ -597,6 +597,7 @@ mod tests {
             b"{}",
             peer,
             Mark::Verified(stamp),
+            None,
             true,
         );
         assert_eq!(
@@ -619,7 +620,16 @@ mod tests {
     #[test]
     fn without_a_peer_or_stamp_only_the_senders_headers_go() {
         let parts = request(&[("x-forwarded-for", b"203.0.113.9")]);
-        let encoded = encode(&parts, "/", "app:3000", b"", None, Mark::Unmatched, true);
+        let encoded = encode(
+            &parts,
+            "/",
+            "app:3000",
+            b"",
+            None,
+            Mark::Unmatched,
+            None,
+            true,
+        );
         assert_eq!(
             wire(&encoded),
             "POST / HTTP/1.1\r\n\
@@ -627,6 +637,46 @@ mod tests {
              host: app:3000\r\n\
              content-length: 0\r\n\r\n"
         );
+    }
+
+    #[test]
+    fn with_a_trace_the_senders_context_is_replaced_by_hookgates() {
+        let sender = b"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let parts = request(&[("traceparent", sender), ("tracestate", b"vendor=x")]);
+        // Without a trace of hookgate's, the sender's headers pass untouched.
+        let text = wire(&encode(
+            &parts,
+            "/",
+            "app",
+            b"",
+            None,
+            Mark::Unmatched,
+            None,
+            true,
+        ));
+        assert!(text.contains("traceparent: 00-4bf92f35"), "{text}");
+        assert!(text.contains("tracestate: vendor=x"), "{text}");
+        let ours = Parent::parse(b"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+            .expect("a traceparent");
+        let text = wire(&encode(
+            &parts,
+            "/",
+            "app",
+            b"",
+            None,
+            Mark::Unmatched,
+            Some(ours),
+            true,
+        ));
+        assert_eq!(text.matches("traceparent:").count(), 1, "{text}");
+        assert!(
+            text.contains(
+                "traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\r\n"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("tracestate"), "{text}");
+        assert!(!text.contains("4bf92f35"), "{text}");
     }
 
     #[test]
@@ -644,6 +694,7 @@ mod tests {
             b"",
             None,
             Mark::Verified(stamp),
+            None,
             true,
         ));
         assert!(!text.contains("x-injected"), "{text}");

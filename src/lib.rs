@@ -84,8 +84,8 @@ pub mod state;
 pub mod store;
 pub mod time;
 pub mod tls;
-pub mod trail;
 pub mod traces;
+pub mod trail;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -115,7 +115,14 @@ where
     match check {
         Some(Ok(reply)) => {
             let response = reply.into_response();
-            return finish(state, span, source, None, Outcome::Handshake, Some(response));
+            return finish(
+                state,
+                span,
+                source,
+                None,
+                Outcome::Handshake,
+                Some(response),
+            );
         }
         Some(Err(e)) => {
             tracing::debug!(source = %source.name, reason = %e, "endpoint check refused");
@@ -276,11 +283,19 @@ async fn deliver(
             return finish(state, span, source, Some(&verified), outcome, None);
         }
         Ok(Claimed::InFlight) => {
-            return finish(state, span, source, Some(&verified), Outcome::InFlight, None);
+            return finish(
+                state,
+                span,
+                source,
+                Some(&verified),
+                Outcome::InFlight,
+                None,
+            );
         }
         Err(_) if source.on_store_error == OnStoreError::ForwardUnchecked => {
-            let unchecked =
-                forward_unchecked(state, &steps, &event, source, &parts, body, &verified, peer, span);
+            let unchecked = forward_unchecked(
+                state, &steps, &event, source, &parts, body, &verified, peer, span,
+            );
             return unchecked.await;
         }
         Err(_) => {
@@ -319,7 +334,14 @@ async fn deliver(
             Err(e) => {
                 tracing::debug!(source = %source.name, event_id = %event_id, reason = %e, "no resource version in a verified body");
                 steps.release(&event, Some(nonce)).await;
-                return finish(state, span, source, Some(&verified), Outcome::MalformedBody, None);
+                return finish(
+                    state,
+                    span,
+                    source,
+                    Some(&verified),
+                    Outcome::MalformedBody,
+                    None,
+                );
             }
         },
     };
@@ -335,7 +357,14 @@ async fn deliver(
             Ok(Gated::Newer(lock)) => lock,
             Ok(Gated::Busy) => {
                 steps.release(&event, Some(nonce)).await;
-                return finish(state, span, source, Some(&verified), Outcome::InFlight, None);
+                return finish(
+                    state,
+                    span,
+                    source,
+                    Some(&verified),
+                    Outcome::InFlight,
+                    None,
+                );
             }
             Ok(settled) => {
                 // A stale or equal version settles the event: its nonce is
@@ -460,7 +489,14 @@ async fn deliver(
                     .completion(&source.name, unix_now_f64() - ts as f64);
             }
             let outcome = Outcome::Forwarded;
-            return finish(state, span, source, Some(&verified), outcome, Some(response));
+            return finish(
+                state,
+                span,
+                source,
+                Some(&verified),
+                outcome,
+                Some(response),
+            );
         }
         (_, answer) => {
             steps.release(&event, lock).await;
@@ -469,7 +505,14 @@ async fn deliver(
                 Ok(response) => {
                     let status = response.status();
                     let outcome = Outcome::Forwarded;
-                    let response = finish(state, span, source, Some(&verified), outcome, Some(response));
+                    let response = finish(
+                        state,
+                        span,
+                        source,
+                        Some(&verified),
+                        outcome,
+                        Some(response),
+                    );
                     if !status.is_server_error() {
                         return response;
                     }
@@ -477,7 +520,14 @@ async fn deliver(
                 }
                 Err(e) => {
                     tracing::warn!(source = %source.name, event_id = %event_id, error = %e, "forward failed");
-                    let response = finish(state, span, source, Some(&verified), Outcome::from(&e), None);
+                    let response = finish(
+                        state,
+                        span,
+                        source,
+                        Some(&verified),
+                        Outcome::from(&e),
+                        None,
+                    );
                     (response, e.to_string())
                 }
             }
@@ -748,14 +798,24 @@ where
                 let mut forwarding = span.child("POST", SpanKind::Client);
                 let sent = state
                     .forwarder
-                    .send(server, &parts, body, peer, Mark::Unmatched, forwarding.parent())
+                    .send(
+                        server,
+                        &parts,
+                        body,
+                        peer,
+                        Mark::Unmatched,
+                        forwarding.parent(),
+                    )
                     .await;
                 answered(&mut forwarding, &sent);
                 forwarding.end();
                 match sent {
                     Ok(response) => {
                         let mut span = span;
-                        span.int("http.response.status_code", i64::from(response.status().as_u16()));
+                        span.int(
+                            "http.response.status_code",
+                            i64::from(response.status().as_u16()),
+                        );
                         log_unmatched(state, span, &parts, &Outcome::Unmatched);
                         return response;
                     }

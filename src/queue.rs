@@ -444,7 +444,12 @@ impl Job {
         };
 
         let tried = envelope
-            .attempt(&steps, &event, Mode::Queue, envelope.attempts.saturating_add(1))
+            .attempt(
+                &steps,
+                &event,
+                Mode::Queue,
+                envelope.attempts.saturating_add(1),
+            )
             .await;
         if let Some(settings) = &self.source.breaker {
             // A failure is a 5xx, a timeout or a refused connection; a 429

@@ -98,9 +98,8 @@ impl Traces {
             ])
             .build();
         let (processor, exporter) = export::start(settings, &resource, dropped)?;
-        let sampler = Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(
-            settings.sample_ratio,
-        )));
+        let sampler =
+            Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(settings.sample_ratio)));
         let provider = SdkTracerProvider::builder()
             .with_span_processor(processor)
             .with_sampler(sampler)
@@ -135,13 +134,23 @@ impl Traces {
         {
             builder = builder.with_links(vec![Link::with_context(sender.context(true))]);
         }
-        let mut span = Span::live(self, builder.start_with_context(&self.tracer, &Context::new()));
+        let mut span = Span::live(
+            self,
+            builder.start_with_context(&self.tracer, &Context::new()),
+        );
         if span.recording() {
             span.str("http.request.method", method.as_str());
             span.str("url.path", path);
-            if let Some(host) = headers.get(http::header::HOST).and_then(|v| v.to_str().ok()) {
+            if let Some(host) = headers
+                .get(http::header::HOST)
+                .and_then(|v| v.to_str().ok())
+            {
                 let address = host.rsplit_once(':').map_or(host, |(name, port)| {
-                    if port.bytes().all(|b| b.is_ascii_digit()) { name } else { host }
+                    if port.bytes().all(|b| b.is_ascii_digit()) {
+                        name
+                    } else {
+                        host
+                    }
                 });
                 span.str("server.address", address);
             }

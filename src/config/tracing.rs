@@ -51,7 +51,11 @@ pub(super) fn build_tracing(
     };
     let r = table.get_ref();
     let endpoint = c
-        .required(&r.otlp_endpoint, Some(table.span()), "tracing.otlp_endpoint")
+        .required(
+            &r.otlp_endpoint,
+            Some(table.span()),
+            "tracing.otlp_endpoint",
+        )
         .and_then(|v| traces_url(c, v));
     let sample_ratio = match &r.sample_ratio {
         None => Some(1.0),
@@ -73,8 +77,7 @@ pub(super) fn build_tracing(
         None => Some(DEFAULT_SERVICE_NAME.to_owned()),
         Some(v) => {
             let name = v.get_ref();
-            if !name.is_empty() && name.len() <= 255 && name.bytes().all(|b| b.is_ascii_graphic())
-            {
+            if !name.is_empty() && name.len() <= 255 && name.bytes().all(|b| b.is_ascii_graphic()) {
                 Some(name.clone())
             } else {
                 c.at(

@@ -57,6 +57,10 @@
 //!   idle connections, chunked and close-delimited answers, silent or broken
 //!   answers, an `https://` app.
 //! - `trail`: the event trail's states, `GET /events`, `hookgate events`; on every store.
+//! - `traces`: OpenTelemetry traces to a local OTLP/HTTP receiver built on
+//!   the official protobuf types: forwarded, rejected, queued-and-retried and
+//!   replayed events; the app's `traceparent`; a sender's as a link; a
+//!   collector that is down.
 //! - `flood`: one captured delivery replayed thousands of times, and one event
 //!   failing at the app again and again: the record, the store and the answers
 //!   stay flat; on every store.
@@ -101,5 +105,6 @@ mod sqlite;
 mod store;
 mod store_failure;
 mod tls;
+mod traces;
 mod trail;
 mod upstream_conn;

@@ -912,6 +912,7 @@ async fn events_an_earlier_version_wrote_on_redis_are_still_shown_and_trimmed() 
                 status: Some(200),
                 duration_ms: 5,
                 waited: None,
+                trace_id: None,
             },
             state: State::Delivered,
             next_attempt_at: None,

@@ -14,6 +14,7 @@
 #![allow(dead_code)] // each test file uses a different part of the helpers
 
 pub mod browser;
+pub mod collector;
 pub mod hookgate;
 pub mod keyserver;
 pub mod prometheus;
