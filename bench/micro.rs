@@ -290,6 +290,7 @@ mod memory_trail {
                     status: Some(200),
                     duration_ms: 3,
                     waited: None,
+                    trace_id: None,
                 },
                 state: State::Delivered,
                 next_attempt_at: None,

@@ -91,6 +91,16 @@ impl From<&Error> for Outcome {
     }
 }
 
+/// What hookgate adds to the sender's request on its way to the app.
+#[derive(Debug, Clone, Copy)]
+struct Added<'a> {
+    /// The sender's address, appended to `X-Forwarded-For`.
+    peer: Option<IpAddr>,
+    mark: Mark<'a>,
+    /// The span carrying the request: `traceparent`, in place of the sender's.
+    trace: Option<Parent>,
+}
+
 /// What hookgate adds to a forwarded request about its verification.
 #[derive(Debug, Clone, Copy)]
 pub enum Mark<'a> {
@@ -164,9 +174,7 @@ impl Forwarder {
             &target,
             origin.authority,
             &body,
-            peer,
-            mark,
-            trace,
+            Added { peer, mark, trace },
             keepalive,
         );
         let exchange = Exchange {
@@ -295,11 +303,10 @@ fn encode<'b>(
     target: &str,
     host: &str,
     body: &'b [u8],
-    peer: Option<IpAddr>,
-    mark: Mark<'_>,
-    trace: Option<Parent>,
+    added: Added<'_>,
     keepalive: bool,
 ) -> Encoded<'b> {
+    let Added { peer, mark, trace } = added;
     let mut head = RequestHead::new(&parts.method, target, body.len());
     let forwarded_for = peer.map(|ip| forwarded_for(&parts.headers, ip));
     for (name, value) in end_to_end(&parts.headers) {
@@ -595,9 +602,11 @@ mod tests {
             "/hooks/a?b=c",
             "app:3000",
             b"{}",
-            peer,
-            Mark::Verified(stamp),
-            None,
+            Added {
+                peer,
+                mark: Mark::Verified(stamp),
+                trace: None,
+            },
             true,
         );
         assert_eq!(
@@ -625,9 +634,11 @@ mod tests {
             "/",
             "app:3000",
             b"",
-            None,
-            Mark::Unmatched,
-            None,
+            Added {
+                peer: None,
+                mark: Mark::Unmatched,
+                trace: None,
+            },
             true,
         );
         assert_eq!(
@@ -649,9 +660,11 @@ mod tests {
             "/",
             "app",
             b"",
-            None,
-            Mark::Unmatched,
-            None,
+            Added {
+                peer: None,
+                mark: Mark::Unmatched,
+                trace: None,
+            },
             true,
         ));
         assert!(text.contains("traceparent: 00-4bf92f35"), "{text}");
@@ -663,9 +676,11 @@ mod tests {
             "/",
             "app",
             b"",
-            None,
-            Mark::Unmatched,
-            Some(ours),
+            Added {
+                peer: None,
+                mark: Mark::Unmatched,
+                trace: Some(ours),
+            },
             true,
         ));
         assert_eq!(text.matches("traceparent:").count(), 1, "{text}");
@@ -692,9 +707,11 @@ mod tests {
             "/",
             "app",
             b"",
-            None,
-            Mark::Verified(stamp),
-            None,
+            Added {
+                peer: None,
+                mark: Mark::Verified(stamp),
+                trace: None,
+            },
             true,
         ));
         assert!(!text.contains("x-injected"), "{text}");

@@ -2985,3 +2985,91 @@ fn max_rate_is_a_rate_on_a_queue_source() {
     );
     has(&problems(&src), &src, "source[f].max_rate", "# FW", "queue");
 }
+
+#[test]
+fn tracing_is_off_without_its_table_and_defaults_its_keys() {
+    assert_eq!(config(BASE).tracing, None);
+    let c = config(&with(
+        "\n[tracing]\notlp_endpoint = \"http://otel-collector:4318\"\n",
+    ));
+    let t = c.tracing.expect("a [tracing] table");
+    assert_eq!(t.traces_url, "http://otel-collector:4318/v1/traces");
+    assert_eq!(t.sample_ratio, 1.0);
+    assert_eq!(t.service_name, DEFAULT_SERVICE_NAME);
+    assert_eq!(t.trace_url, None);
+    assert_eq!(t.link("abc"), None);
+
+    let c = config(&with(
+        "\n[tracing]\notlp_endpoint = \"https://collector.example/otlp/\"\nsample_ratio = 0\n\
+         service_name = \"payments-hookgate\"\n\
+         trace_url = \"https://grafana.example/explore?traceId={trace_id}&x={trace_id}\"\n",
+    ));
+    let t = c.tracing.expect("a [tracing] table");
+    assert_eq!(t.traces_url, "https://collector.example/otlp/v1/traces");
+    assert_eq!(t.sample_ratio, 0.0);
+    assert_eq!(t.service_name, "payments-hookgate");
+    assert_eq!(
+        t.link("0af7651916cd43dd8448eb211c80319c").as_deref(),
+        Some(
+            "https://grafana.example/explore?traceId=0af7651916cd43dd8448eb211c80319c\
+             &x=0af7651916cd43dd8448eb211c80319c"
+        )
+    );
+}
+
+#[test]
+fn bad_tracing_keys_are_refused_at_their_line() {
+    let src = with("\n[tracing]\nsample_ratio = 0.5 # the table\n");
+    only(
+        &src,
+        "tracing.otlp_endpoint",
+        "[tracing]",
+        "required key is missing",
+    );
+    for (value, fragment) in [
+        (
+            "\"otel-collector:4318\"",
+            "not an absolute http:// or https:// URL",
+        ),
+        (
+            "\"grpc://otel-collector:4317\"",
+            "not an absolute http:// or https:// URL",
+        ),
+        (
+            "\"http://otel-collector:4318/?x=1\"",
+            "may not have a query",
+        ),
+        (
+            "\"http://user:hunter2@otel-collector:4318\"",
+            "may not hold user info",
+        ),
+    ] {
+        let src = with(&format!("\n[tracing]\notlp_endpoint = {value} # here\n"));
+        only(&src, "tracing.otlp_endpoint", "# here", fragment);
+        let p = problems(&src);
+        assert!(!show(&p).contains("hunter2"), "{}", show(&p));
+    }
+    let endpoint = "\n[tracing]\notlp_endpoint = \"http://c:4318\"\n";
+    for value in ["1.5", "-0.1", "2"] {
+        let src = with(&format!("{endpoint}sample_ratio = {value} # here\n"));
+        only(&src, "tracing.sample_ratio", "# here", "from 0.0");
+    }
+    for value in ["\"\"", "\"has space\""] {
+        let src = with(&format!("{endpoint}service_name = {value} # here\n"));
+        only(&src, "tracing.service_name", "# here", "printable ASCII");
+    }
+    for value in [
+        "\"https://grafana.example/explore\"",
+        "\"/explore?traceId={trace_id}\"",
+    ] {
+        let src = with(&format!("{endpoint}trace_url = {value} # here\n"));
+        only(&src, "tracing.trace_url", "# here", "{trace_id}");
+    }
+    let src = with(&format!("{endpoint}headers = {{ a = \"b\" }} # here\n"));
+    let p = problems(&src);
+    assert!(
+        p.iter().any(|p| p.field.starts_with("tracing")),
+        "an unknown key is refused: {}",
+        show(&p)
+    );
+}

@@ -220,3 +220,67 @@ impl opentelemetry_http::HttpClient for Collector {
         Ok(Response::from_parts(parts, body))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opentelemetry::InstrumentationScope;
+    use opentelemetry::trace::{
+        SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState,
+    };
+
+    fn span(n: u64, sampled: bool) -> SpanData {
+        let flags = if sampled {
+            TraceFlags::SAMPLED
+        } else {
+            TraceFlags::default()
+        };
+        SpanData {
+            span_context: SpanContext::new(
+                TraceId::from(u128::from(n) + 1),
+                SpanId::from(n + 1),
+                flags,
+                false,
+                TraceState::NONE,
+            ),
+            parent_span_id: SpanId::INVALID,
+            parent_span_is_remote: false,
+            span_kind: SpanKind::Server,
+            name: "POST".into(),
+            start_time: std::time::SystemTime::UNIX_EPOCH,
+            end_time: std::time::SystemTime::UNIX_EPOCH,
+            attributes: Vec::new(),
+            dropped_attributes_count: 0,
+            events: Default::default(),
+            links: Default::default(),
+            status: Status::Unset,
+            instrumentation_scope: InstrumentationScope::builder("hookgate").build(),
+        }
+    }
+
+    #[test]
+    fn a_full_queue_drops_and_counts_and_never_waits() {
+        let (tx, mut rx) = mpsc::channel(3);
+        let dropped = Counter::<u64>::default();
+        let queue = Queue {
+            spans: tx,
+            dropped: dropped.clone(),
+        };
+        for n in 0..10 {
+            queue.on_end(span(n, true));
+        }
+        assert_eq!(dropped.get(), 7);
+        let mut kept = Vec::new();
+        while let Ok(s) = rx.try_recv() {
+            kept.push(s.span_context.span_id());
+        }
+        assert_eq!(
+            kept,
+            vec![SpanId::from(1), SpanId::from(2), SpanId::from(3)]
+        );
+        // A span not sampled is never queued (nor counted as dropped).
+        queue.on_end(span(99, false));
+        assert!(rx.try_recv().is_err());
+        assert_eq!(dropped.get(), 7);
+    }
+}
