@@ -265,7 +265,10 @@ impl<'a> Steps<'a> {
         let parts = resigned.as_ref().unwrap_or(parts);
         if span.recording() {
             let upstream = &self.config.server.upstream;
-            span.str("http.request.method", parts.method.as_str());
+            span.word(
+                "http.request.method",
+                crate::traces::method_word(&parts.method),
+            );
             span.str("server.address", upstream.host().unwrap_or_default());
             if let Some(port) = upstream.port_u16() {
                 span.int("server.port", i64::from(port));

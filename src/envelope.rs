@@ -195,7 +195,7 @@ impl Envelope {
             ),
             None => Span::none(),
         };
-        span.str("hookgate.delivery.mode", mode.word());
+        span.word("hookgate.delivery.mode", mode.word());
         span.int("hookgate.delivery.attempt", i64::from(attempt));
         let tried = match self.request_parts() {
             Ok(parts) => {
@@ -224,7 +224,7 @@ impl Envelope {
                 }
             }
         };
-        span.str("hookgate.outcome", tried.outcome);
+        span.word("hookgate.outcome", tried.outcome);
         Tried {
             trace_id: span.trace_id(),
             ..tried

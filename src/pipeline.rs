@@ -35,9 +35,8 @@ use crate::state::{Runtime, State};
 use crate::store;
 use crate::store::keys::{self, key_safe_id};
 use crate::time::{unix_now, unix_now_f64};
-use crate::traces::Span;
+use crate::traces::{Kind, Span};
 use crate::trail::{self, Fact};
-use opentelemetry::trace::SpanKind;
 
 mod detach;
 use detach::{Detachable, Panicked};
@@ -144,7 +143,7 @@ where
 
     // Schemes whose key comes from the provider (SNS, PayPal, Google) fetch
     // it first; every other scheme verifies as it always did.
-    let mut verifying = span.child("verify", SpanKind::Internal);
+    let mut verifying = span.child("verify", Kind::Internal);
     let verified = match source
         .scheme
         .verify_fetching(
@@ -258,9 +257,9 @@ async fn deliver(
     };
 
     let claimed_at = crate::time::now_ms();
-    let mut claiming = span.child("claim", SpanKind::Internal);
+    let mut claiming = span.child("claim", Kind::Internal);
     let claimed = steps.claim(&event).await;
-    claiming.str(
+    claiming.word(
         "hookgate.claim",
         match &claimed {
             Ok(Claimed::Fresh(_)) => "fresh",
@@ -412,7 +411,7 @@ async fn deliver(
     if source.delivery == Delivery::Queue {
         let envelope = Envelope::new(&parts, body, received);
         let facts = vec![arrival(trail::State::Waiting)];
-        let mut enqueuing = span.child("enqueue", SpanKind::Producer);
+        let mut enqueuing = span.child("enqueue", Kind::Producer);
         let outcome = enqueue(state, &steps, &event, nonce, &envelope, facts).await;
         if matches!(outcome, Outcome::StoreUnavailable) {
             enqueuing.fail(outcome.code());
@@ -421,8 +420,8 @@ async fn deliver(
         return finish(state, span, source, Some(&verified), outcome, None);
     }
 
-    let mut forwarding = span.child("POST", SpanKind::Client);
-    forwarding.str("hookgate.delivery.mode", trail::Mode::Forward.word());
+    let mut forwarding = span.child("POST", Kind::Client);
+    forwarding.word("hookgate.delivery.mode", trail::Mode::Forward.word());
     forwarding.int("hookgate.delivery.attempt", 1);
     let attempted = steps
         .attempt(&event, &parts, body.clone(), peer, &mut forwarding)
@@ -707,7 +706,7 @@ async fn observe(
     span: Span,
 ) -> Response<Body> {
     let started = std::time::Instant::now();
-    let mut forwarding = span.child("POST", SpanKind::Client);
+    let mut forwarding = span.child("POST", Kind::Client);
     let mark = Mark::Unverified(outcome.code());
     let sent = state
         .forwarder
@@ -750,8 +749,8 @@ async fn forward_unchecked(
     span: Span,
 ) -> Response<Body> {
     tracing::warn!(source = %source.name, event_id = %event.event_id, "store unavailable: forwarding without the duplicate check (on_store_error = forward_unchecked)");
-    let mut forwarding = span.child("POST", SpanKind::Client);
-    forwarding.str("hookgate.delivery.mode", trail::Mode::Forward.word());
+    let mut forwarding = span.child("POST", Kind::Client);
+    forwarding.word("hookgate.delivery.mode", trail::Mode::Forward.word());
     forwarding.int("hookgate.delivery.attempt", 1);
     let attempted = steps
         .attempt(event, parts, body, peer, &mut forwarding)
@@ -795,7 +794,7 @@ where
         {
             Err(outcome) => outcome,
             Ok(body) => {
-                let mut forwarding = span.child("POST", SpanKind::Client);
+                let mut forwarding = span.child("POST", Kind::Client);
                 let sent = state
                     .forwarder
                     .send(
@@ -835,7 +834,7 @@ fn log_unmatched(state: &State, mut span: Span, parts: &http::request::Parts, ou
     let status = outcome.status();
     let trace_id = span.trace_id();
     if span.recording() {
-        span.str("hookgate.outcome", outcome.code());
+        span.word("hookgate.outcome", outcome.code());
         if !matches!(outcome, Outcome::Unmatched) {
             span.int("http.response.status_code", i64::from(status.as_u16()));
             mark_status(&mut span, status, outcome);
@@ -892,7 +891,7 @@ fn finish(
     let trace_id = span.trace_id();
     if span.recording() {
         let status = response.status();
-        span.str("hookgate.outcome", outcome.code());
+        span.word("hookgate.outcome", outcome.code());
         span.int("http.response.status_code", i64::from(status.as_u16()));
         if let Some(id) = &event_id {
             span.str("hookgate.event_id", id);

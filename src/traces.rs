@@ -22,56 +22,91 @@
 //!
 //! - No `[tracing]`, no [`Traces`]: every [`Span`] is empty and every
 //!   method on it returns at once, allocating nothing.
+//! - Sampling follows OpenTelemetry's `ParentBased(TraceIdRatioBased)`: a
+//!   new trace is kept when the low 63 bits of its id fall under
+//!   `sample_ratio`; a child, an attempt and a replay follow their parent.
+//! - A span that is not kept records nothing, but still has ids: the app
+//!   gets a `traceparent` with the sampled flag off.
 //! - Attributes are names from the OpenTelemetry semantic conventions and
 //!   `hookgate.*`. No secret, signature, header value or body ever becomes
-//!   one; an event id or type is set only from a verified request.
-//! - A span that was not sampled records nothing, but still has ids: the
-//!   app gets a `traceparent` with the sampled flag off.
+//!   one; an event id or type is set only from a verified request; text is
+//!   cut to [`MAX_TEXT`] bytes.
 //! - Ending a span hands it to [`export`]'s bounded queue without waiting;
 //!   a full queue drops it and counts it.
+//!
+//! Spans are recorded here and encoded straight to OTLP protobuf by
+//! [`otlp`] rather than through the OpenTelemetry SDK: with the SDK and its
+//! OTLP exporter, traces cost 15-17 % of fresh-event throughput
+//! (docs/performance.md), over the 10 % DESIGN §7c allows.
 
+use std::borrow::Cow;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use opentelemetry::trace::{
-    Link, Span as _, SpanContext, SpanId, SpanKind, Status, TraceContextExt, TraceFlags, TraceId,
-    TraceState, Tracer as _, TracerProvider as _,
-};
-use opentelemetry::{Context, InstrumentationScope, KeyValue};
-use opentelemetry_sdk::trace::{Sampler, SdkTracer, SdkTracerProvider};
 use prometheus_client::metrics::counter::Counter;
 
 use crate::config::Tracing;
 
 pub mod export;
+pub mod otlp;
 
 /// The W3C header naming a request's trace and parent span.
 pub const TRACEPARENT: &str = "traceparent";
 /// The W3C header carrying vendors' trace state.
 pub const TRACESTATE: &str = "tracestate";
 
-/// Whatever a sender sends as `traceparent`, only this many bytes are read.
+/// A version-00 `traceparent` is exactly this long.
 const TRACEPARENT_LEN: usize = 55;
 
 /// The longest text attribute, in bytes; a longer value is cut.
 pub const MAX_TEXT: usize = 256;
 
-/// `text` cut to at most [`MAX_TEXT`] bytes, on a character boundary.
-fn bounded(text: &str) -> &str {
-    if text.len() <= MAX_TEXT {
-        return text;
-    }
-    let mut end = MAX_TEXT;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
+/// Attributes one span keeps at most; more are counted as dropped.
+pub const MAX_ATTRIBUTES: usize = 16;
+
+/// What kind of span, as OTLP numbers them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Internal = 1,
+    Server = 2,
+    Client = 3,
+    Producer = 4,
+}
+
+/// An attribute's value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Text(Cow<'static, str>),
+    Int(i64),
+}
+
+/// One ended span, as the exporter sends it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    pub trace_id: [u8; 16],
+    pub span_id: [u8; 8],
+    /// All zero for a root span.
+    pub parent_span_id: [u8; 8],
+    /// Whether the parent was read back from storage or another process.
+    pub parent_remote: bool,
+    pub name: Cow<'static, str>,
+    pub kind: Kind,
+    /// Unix nanoseconds.
+    pub start: u64,
+    pub end: u64,
+    pub attributes: Vec<(&'static str, Value)>,
+    pub dropped_attributes: u32,
+    /// A sender's `traceparent`: (trace id, span id).
+    pub link: Option<([u8; 16], [u8; 8])>,
+    /// `Some(description)`: the span failed.
+    pub error: Option<Cow<'static, str>>,
 }
 
 /// The tracer, while `[tracing]` is set.
 pub struct Traces {
-    tracer: SdkTracer,
-    provider: SdkTracerProvider,
+    /// Trace ids whose low 63 bits fall below this are kept.
+    keep_below: u64,
+    queue: export::Queue,
     exporter: export::Handle,
 }
 
@@ -83,35 +118,18 @@ impl std::fmt::Debug for Traces {
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("the OTLP exporter could not be built: {0}")]
-    Exporter(String),
+    #[error("OTEL_EXPORTER_OTLP_HEADERS: {0}")]
+    Headers(String),
 }
 
 impl Traces {
     /// Starts the exporter (a task on the current Tokio runtime) and the
     /// tracer; spans that cannot be queued or sent are counted in `dropped`.
     pub fn start(settings: &Tracing, dropped: Counter) -> Result<Arc<Traces>, Error> {
-        let resource = opentelemetry_sdk::Resource::builder_empty()
-            .with_attributes([
-                KeyValue::new("service.name", settings.service_name.clone()),
-                KeyValue::new("service.version", env!("CARGO_PKG_VERSION")),
-            ])
-            .build();
-        let (processor, exporter) = export::start(settings, &resource, dropped)?;
-        let sampler =
-            Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(settings.sample_ratio)));
-        let provider = SdkTracerProvider::builder()
-            .with_span_processor(processor)
-            .with_sampler(sampler)
-            .with_resource(resource)
-            .build();
-        let scope = InstrumentationScope::builder("hookgate")
-            .with_version(env!("CARGO_PKG_VERSION"))
-            .build();
-        let tracer = provider.tracer_with_scope(scope);
+        let (queue, exporter) = export::start(settings, dropped)?;
         Ok(Arc::new(Traces {
-            tracer,
-            provider,
+            keep_below: keep_below(settings.sample_ratio),
+            queue,
             exporter,
         }))
     }
@@ -124,22 +142,21 @@ impl Traces {
         path: &str,
         headers: &http::HeaderMap,
     ) -> Span {
-        let mut builder = self
-            .tracer
-            .span_builder(method.as_str().to_owned())
-            .with_kind(SpanKind::Server);
-        if let Some(sender) = headers
-            .get(TRACEPARENT)
-            .and_then(|v| Parent::parse(v.as_bytes()))
-        {
-            builder = builder.with_links(vec![Link::with_context(sender.context(true))]);
-        }
-        let mut span = Span::live(
-            self,
-            builder.start_with_context(&self.tracer, &Context::new()),
+        let trace_id = new_trace_id();
+        let sampled = low_bits(&trace_id) < self.keep_below;
+        let mut span = self.open(
+            Cow::Borrowed(method_word(method)),
+            Kind::Server,
+            trace_id,
+            None,
+            sampled,
         );
-        if span.recording() {
-            span.str("http.request.method", method.as_str());
+        if let Some(record) = span.record_mut() {
+            record.link = headers
+                .get(TRACEPARENT)
+                .and_then(|v| Parent::parse(v.as_bytes()))
+                .map(|p| (p.trace_id, p.span_id));
+            span.word("http.request.method", method_word(method));
             span.str("url.path", path);
             if let Some(host) = headers
                 .get(http::header::HOST)
@@ -163,31 +180,73 @@ impl Traces {
     /// Without a stored parent (an entry written while tracing was off), the
     /// attempt starts a trace of its own.
     pub fn delivery(self: &Arc<Self>, parent: Option<Parent>) -> Span {
-        let cx = match parent {
-            Some(p) => Context::new().with_remote_span_context(p.context(true)),
-            None => Context::new(),
+        match parent {
+            Some(p) => {
+                let mut span = self.open(
+                    Cow::Borrowed("POST"),
+                    Kind::Client,
+                    p.trace_id,
+                    Some(p.span_id),
+                    p.sampled,
+                );
+                if let Some(Live::Recording(record, _)) = &mut span.live {
+                    record.parent_remote = true;
+                }
+                span
+            }
+            None => {
+                let trace_id = new_trace_id();
+                let sampled = low_bits(&trace_id) < self.keep_below;
+                self.open(Cow::Borrowed("POST"), Kind::Client, trace_id, None, sampled)
+            }
+        }
+    }
+
+    fn open(
+        self: &Arc<Self>,
+        name: Cow<'static, str>,
+        kind: Kind,
+        trace_id: [u8; 16],
+        parent: Option<[u8; 8]>,
+        sampled: bool,
+    ) -> Span {
+        let span_id = new_span_id();
+        let traces = Arc::clone(self);
+        let live = if sampled {
+            Live::Recording(
+                Box::new(Record {
+                    trace_id,
+                    span_id,
+                    parent_span_id: parent.unwrap_or_default(),
+                    parent_remote: false,
+                    name,
+                    kind,
+                    start: unix_nanos(),
+                    end: 0,
+                    attributes: Vec::with_capacity(8),
+                    dropped_attributes: 0,
+                    link: None,
+                    error: None,
+                }),
+                traces,
+            )
+        } else {
+            Live::Unsampled(
+                Parent {
+                    trace_id,
+                    span_id,
+                    sampled: false,
+                },
+                traces,
+            )
         };
-        let span = self
-            .tracer
-            .span_builder("POST")
-            .with_kind(SpanKind::Client)
-            .start_with_context(&self.tracer, &cx);
-        Span::live(self, span)
+        Span { live: Some(live) }
     }
 
     /// Sends what is queued, waiting at most `grace`; at shutdown.
     pub async fn flush(&self, grace: Duration) {
-        let _ = self.provider.shutdown_with_timeout(grace);
         self.exporter.finish(grace).await;
     }
-}
-
-/// Whether `text` is a trace id as hookgate writes one: 32 lowercase hex
-/// digits, not all zero.
-pub fn is_trace_id(text: &str) -> bool {
-    text.len() == 32
-        && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-        && text.bytes().any(|b| b != b'0')
 }
 
 /// A span, or nothing when tracing is off. Ends when dropped.
@@ -196,9 +255,20 @@ pub struct Span {
     live: Option<Live>,
 }
 
-struct Live {
-    span: opentelemetry_sdk::trace::Span,
-    traces: Arc<Traces>,
+enum Live {
+    /// Kept: its record goes to the exporter when it ends.
+    Recording(Box<Record>, Arc<Traces>),
+    /// Not kept: only its ids, for children and the app's `traceparent`.
+    Unsampled(Parent, Arc<Traces>),
+}
+
+impl Drop for Span {
+    fn drop(&mut self) {
+        if let Some(Live::Recording(mut record, traces)) = self.live.take() {
+            record.end = unix_nanos().max(record.start);
+            traces.queue.push(record);
+        }
+    }
 }
 
 impl Span {
@@ -207,74 +277,94 @@ impl Span {
         Span { live: None }
     }
 
-    fn live(traces: &Arc<Traces>, span: opentelemetry_sdk::trace::Span) -> Span {
-        Span {
-            live: Some(Live {
-                span,
-                traces: Arc::clone(traces),
-            }),
+    fn record_mut(&mut self) -> Option<&mut Record> {
+        match &mut self.live {
+            Some(Live::Recording(record, _)) => Some(record),
+            _ => None,
         }
     }
 
     /// A child of this span (nothing when this is nothing).
-    pub fn child(&self, name: &'static str, kind: SpanKind) -> Span {
-        let Some(live) = &self.live else {
+    pub fn child(&self, name: &'static str, kind: Kind) -> Span {
+        let (Some(parent), Some(traces)) = (self.parent(), self.traces()) else {
             return Span::none();
         };
-        let cx = Context::new().with_remote_span_context(live.span.span_context().clone());
-        let span = live
-            .traces
-            .tracer
-            .span_builder(name)
-            .with_kind(kind)
-            .start_with_context(&live.traces.tracer, &cx);
-        Span::live(&live.traces, span)
+        traces.open(
+            Cow::Borrowed(name),
+            kind,
+            parent.trace_id,
+            Some(parent.span_id),
+            parent.sampled,
+        )
+    }
+
+    fn traces(&self) -> Option<&Arc<Traces>> {
+        match &self.live {
+            Some(Live::Recording(_, t) | Live::Unsampled(_, t)) => Some(t),
+            None => None,
+        }
     }
 
     /// Whether this span is kept (sampled).
     pub fn recording(&self) -> bool {
-        self.live.as_ref().is_some_and(|l| l.span.is_recording())
+        matches!(self.live, Some(Live::Recording(..)))
     }
 
     /// This span as a parent: for the app's `traceparent` and for storage.
     pub fn parent(&self) -> Option<Parent> {
-        let live = self.live.as_ref()?;
-        let cx = live.span.span_context();
-        cx.is_valid().then(|| Parent {
-            trace_id: cx.trace_id(),
-            span_id: cx.span_id(),
-            sampled: cx.is_sampled(),
-        })
+        match &self.live {
+            Some(Live::Recording(r, _)) => Some(Parent {
+                trace_id: r.trace_id,
+                span_id: r.span_id,
+                sampled: true,
+            }),
+            Some(Live::Unsampled(p, _)) => Some(*p),
+            None => None,
+        }
     }
 
     /// The trace id, when the trace is kept: for log lines and the trail.
     pub fn trace_id(&self) -> Option<String> {
-        self.recording()
-            .then(|| self.parent().map(|p| p.trace_id.to_string()))
-            .flatten()
+        match &self.live {
+            Some(Live::Recording(r, _)) => Some(hex::encode(r.trace_id)),
+            _ => None,
+        }
+    }
+
+    fn set(&mut self, key: &'static str, value: Value) {
+        if let Some(record) = self.record_mut() {
+            if let Some(slot) = record.attributes.iter_mut().find(|(k, _)| *k == key) {
+                slot.1 = value;
+            } else if record.attributes.len() < MAX_ATTRIBUTES {
+                record.attributes.push((key, value));
+            } else {
+                record.dropped_attributes += 1;
+            }
+        }
     }
 
     /// A text attribute, cut to [`MAX_TEXT`] bytes (paths and hosts come
     /// from senders).
     pub fn str(&mut self, key: &'static str, value: &str) {
-        if let Some(live) = self.live.as_mut().filter(|l| l.span.is_recording()) {
-            live.span
-                .set_attribute(KeyValue::new(key, bounded(value).to_owned()));
+        if self.recording() {
+            self.set(key, Value::Text(Cow::Owned(bounded(value).to_owned())));
         }
     }
 
+    /// A text attribute that is one of hookgate's own words.
+    pub fn word(&mut self, key: &'static str, value: &'static str) {
+        self.set(key, Value::Text(Cow::Borrowed(value)));
+    }
+
     pub fn int(&mut self, key: &'static str, value: i64) {
-        if let Some(live) = self.live.as_mut().filter(|l| l.span.is_recording()) {
-            live.span.set_attribute(KeyValue::new(key, value));
-        }
+        self.set(key, Value::Int(value));
     }
 
     /// Marks the span failed: `error.type` and an error status.
     pub fn fail(&mut self, error_type: &str) {
-        if let Some(live) = self.live.as_mut().filter(|l| l.span.is_recording()) {
-            live.span
-                .set_attribute(KeyValue::new("error.type", error_type.to_owned()));
-            live.span.set_status(Status::error(error_type.to_owned()));
+        self.str("error.type", error_type);
+        if let Some(record) = self.record_mut() {
+            record.error = Some(Cow::Owned(bounded(error_type).to_owned()));
         }
     }
 
@@ -287,8 +377,8 @@ impl Span {
     /// The name a server span gets once its source is known:
     /// `{method} {source path}`.
     pub fn rename(&mut self, name: String) {
-        if let Some(live) = self.live.as_mut().filter(|l| l.span.is_recording()) {
-            live.span.update_name(name);
+        if let Some(record) = self.record_mut() {
+            record.name = Cow::Owned(name);
         }
     }
 
@@ -302,8 +392,8 @@ impl Span {
 /// envelope keeps so that later attempts join the request's trace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Parent {
-    pub trace_id: TraceId,
-    pub span_id: SpanId,
+    pub trace_id: [u8; 16],
+    pub span_id: [u8; 8],
     pub sampled: bool,
 }
 
@@ -312,8 +402,8 @@ impl Parent {
     pub fn traceparent(&self) -> String {
         format!(
             "00-{}-{}-{}",
-            self.trace_id,
-            self.span_id,
+            hex::encode(self.trace_id),
+            hex::encode(self.span_id),
             if self.sampled { "01" } else { "00" }
         )
     }
@@ -322,44 +412,109 @@ impl Parent {
     /// four fields). Anything else, all-zero ids included, is `None`.
     pub fn parse(value: &[u8]) -> Option<Parent> {
         let head = value.get(..TRACEPARENT_LEN)?;
-        let text = std::str::from_utf8(head).ok()?;
-        let lower_hex = |s: &str| s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
-        let (version, rest) = text.split_at(2);
-        if !lower_hex(version) || version == "ff" {
+        let lower_hex = |s: &[u8]| s.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        let version = &head[..2];
+        if !lower_hex(version) || version == b"ff" {
             return None;
         }
         // Version 00 is exactly 55 bytes; a later one may go on after a `-`.
-        if version == "00" && value.len() != TRACEPARENT_LEN
-            || version != "00" && value.len() > TRACEPARENT_LEN && value[TRACEPARENT_LEN] != b'-'
-        {
+        let more = value.len() > TRACEPARENT_LEN;
+        if more && (version == b"00" || value[TRACEPARENT_LEN] != b'-') {
             return None;
         }
-        let bytes = rest.as_bytes();
-        if bytes[0] != b'-' || bytes[33] != b'-' || bytes[50] != b'-' {
+        if head[2] != b'-' || head[35] != b'-' || head[52] != b'-' {
             return None;
         }
-        let (trace, span, flags) = (&rest[1..33], &rest[34..50], &rest[51..53]);
+        let (trace, span, flags) = (&head[3..35], &head[36..52], &head[53..55]);
         if !lower_hex(trace) || !lower_hex(span) || !lower_hex(flags) {
             return None;
         }
-        let trace_id = TraceId::from_hex(trace).ok()?;
-        let span_id = SpanId::from_hex(span).ok()?;
-        let flags = u8::from_str_radix(flags, 16).ok()?;
-        (trace_id != TraceId::INVALID && span_id != SpanId::INVALID).then_some(Parent {
+        let mut trace_id = [0u8; 16];
+        let mut span_id = [0u8; 8];
+        let mut flag = [0u8; 1];
+        hex::decode_to_slice(trace, &mut trace_id).ok()?;
+        hex::decode_to_slice(span, &mut span_id).ok()?;
+        hex::decode_to_slice(flags, &mut flag).ok()?;
+        (trace_id != [0; 16] && span_id != [0; 8]).then_some(Parent {
             trace_id,
             span_id,
-            sampled: flags & 1 == 1,
+            sampled: flag[0] & 1 == 1,
         })
     }
+}
 
-    fn context(&self, remote: bool) -> SpanContext {
-        let flags = if self.sampled {
-            TraceFlags::SAMPLED
-        } else {
-            TraceFlags::default()
-        };
-        SpanContext::new(self.trace_id, self.span_id, flags, remote, TraceState::NONE)
+/// Whether `text` is a trace id as hookgate writes one: 32 lowercase hex
+/// digits, not all zero.
+pub fn is_trace_id(text: &str) -> bool {
+    text.len() == 32
+        && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        && text.bytes().any(|b| b != b'0')
+}
+
+/// The bound [`Traces::keep_below`] for a ratio, as OpenTelemetry's
+/// `TraceIdRatioBased` computes it.
+fn keep_below(ratio: f64) -> u64 {
+    (ratio.clamp(0.0, 1.0) * (1u64 << 63) as f64) as u64
+}
+
+/// The low 63 bits of a trace id, the part the sampler compares.
+fn low_bits(trace_id: &[u8; 16]) -> u64 {
+    let mut low = [0u8; 8];
+    low.copy_from_slice(&trace_id[8..]);
+    u64::from_be_bytes(low) >> 1
+}
+
+fn new_trace_id() -> [u8; 16] {
+    loop {
+        let id: [u8; 16] = rand::random();
+        if id != [0; 16] {
+            return id;
+        }
     }
+}
+
+fn new_span_id() -> [u8; 8] {
+    loop {
+        let id: [u8; 8] = rand::random();
+        if id != [0; 8] {
+            return id;
+        }
+    }
+}
+
+fn unix_nanos() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// The method as a `'static` word (`OTHER`, as the conventions say, for
+/// one hookgate does not know).
+pub fn method_word(method: &http::Method) -> &'static str {
+    match *method {
+        http::Method::POST => "POST",
+        http::Method::GET => "GET",
+        http::Method::HEAD => "HEAD",
+        http::Method::PUT => "PUT",
+        http::Method::DELETE => "DELETE",
+        http::Method::OPTIONS => "OPTIONS",
+        http::Method::PATCH => "PATCH",
+        http::Method::CONNECT => "CONNECT",
+        http::Method::TRACE => "TRACE",
+        _ => "_OTHER",
+    }
+}
+
+/// `text` cut to at most [`MAX_TEXT`] bytes, on a character boundary.
+fn bounded(text: &str) -> &str {
+    if text.len() <= MAX_TEXT {
+        return text;
+    }
+    let mut end = MAX_TEXT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 #[cfg(test)]
@@ -373,7 +528,7 @@ mod tests {
         let parent = Parent::parse(W3C.as_bytes()).expect("the specification's example");
         assert!(parent.sampled);
         assert_eq!(
-            parent.trace_id.to_string(),
+            hex::encode(parent.trace_id),
             "4bf92f3577b34da6a3ce929d0e0e4736"
         );
         assert_eq!(parent.traceparent(), W3C);
@@ -397,6 +552,7 @@ mod tests {
             "00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
             "00-+bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
             "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0g",
         ];
         for text in bad {
             assert_eq!(Parent::parse(text.as_bytes()), None, "{text:?}");
@@ -404,6 +560,25 @@ mod tests {
         // A later version may carry more fields after its first four.
         let later = "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-what-next";
         assert!(Parent::parse(later.as_bytes()).is_some());
+    }
+
+    #[test]
+    fn the_sampler_keeps_the_share_it_is_given() {
+        assert_eq!(keep_below(1.0), 1u64 << 63);
+        assert_eq!(keep_below(0.0), 0);
+        let all_ones = [0xff; 16];
+        assert!(
+            low_bits(&all_ones) < keep_below(1.0),
+            "1.0 keeps every trace"
+        );
+        assert!(low_bits(&[0; 16]) >= keep_below(0.0), "0.0 keeps none");
+        let kept = (0..20_000)
+            .filter(|_| low_bits(&new_trace_id()) < keep_below(0.25))
+            .count();
+        assert!(
+            (4_000..6_000).contains(&kept),
+            "{kept} of 20,000 kept at 0.25"
+        );
     }
 
     #[test]
@@ -418,7 +593,7 @@ mod tests {
     fn no_tracing_means_empty_spans() {
         let mut span = Span::none();
         span.str("hookgate.source", "s");
-        let child = span.child("verify", SpanKind::Internal);
+        let child = span.child("verify", Kind::Internal);
         assert!(child.parent().is_none());
         assert!(span.trace_id().is_none());
         assert!(!span.recording());

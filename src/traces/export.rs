@@ -1,36 +1,34 @@
 //! Span export: a bounded queue between the requests and one background
-//! task that posts batches with OpenTelemetry's OTLP/HTTP exporter.
+//! task that posts batches to the collector over OTLP/HTTP (protobuf).
 //!
 //! - Ending a span is a `try_send` on a channel of [`QUEUE_SPANS`]: a full
 //!   channel drops the span and counts it. A request never waits here.
 //! - The task sends a batch once [`BATCH_SPANS`] are waiting or
 //!   [`BATCH_WAIT`] after the first, one batch at a time. A batch the
-//!   collector refuses, or that is not sent within [`EXPORT_TIMEOUT`]
-//!   (the exporter's own retries included), is dropped and counted.
+//!   collector refuses (any answer but 2xx), or that is not answered within
+//!   [`EXPORT_TIMEOUT`], is dropped and counted; it is not retried, so a
+//!   collector that is down costs hookgate one request per batch.
 //! - Requests go out on a pooled HTTP/1.1 client (`https://` with the
-//!   system's roots), with the `OTEL_EXPORTER_OTLP_TRACES_HEADERS` /
-//!   `OTEL_EXPORTER_OTLP_HEADERS` headers the exporter reads from the
-//!   environment.
+//!   system's roots), with the headers of `OTEL_EXPORTER_OTLP_TRACES_HEADERS`
+//!   or else `OTEL_EXPORTER_OTLP_HEADERS` (`key=value,key=value`, values
+//!   percent-decoded), read once at start: where a collector's credentials go.
 
 use std::sync::Mutex;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{Request, Response};
+use http::{HeaderName, HeaderValue, Request, Uri};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use opentelemetry::Context;
-use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
-use opentelemetry_sdk::error::OTelSdkResult;
-use opentelemetry_sdk::trace::{Span, SpanData, SpanExporter as _, SpanProcessor};
 use prometheus_client::metrics::counter::Counter;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::Error;
+use super::otlp::{self, Origin};
+use super::{Error, Record};
 use crate::config::Tracing;
 
 /// Spans waiting for export at most; past this they are dropped.
@@ -39,35 +37,26 @@ pub const QUEUE_SPANS: usize = 16_384;
 pub const BATCH_SPANS: usize = 1_024;
 /// How long the first span of a batch waits for company.
 pub const BATCH_WAIT: Duration = Duration::from_millis(500);
-/// One batch's whole export, retries included.
+/// One batch's whole export: connecting, sending, the collector's answer.
 pub const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The largest collector answer read.
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
 /// Failed exports are logged at most this often.
 const WARN_EVERY: Duration = Duration::from_secs(30);
 
-/// The processor side: what ending a span calls.
+/// The request side: where an ended span goes.
 #[derive(Debug)]
 pub struct Queue {
-    spans: mpsc::Sender<SpanData>,
+    spans: mpsc::Sender<Box<Record>>,
     dropped: Counter,
 }
 
-impl SpanProcessor for Queue {
-    fn on_start(&self, _span: &mut Span, _cx: &Context) {}
-
-    fn on_end(&self, span: SpanData) {
-        if span.span_context.is_sampled() && self.spans.try_send(span).is_err() {
+impl Queue {
+    /// Queues an ended span, or drops and counts it when the queue is full.
+    pub fn push(&self, record: Box<Record>) {
+        if self.spans.try_send(record).is_err() {
             self.dropped.inc();
         }
-    }
-
-    fn force_flush(&self) -> OTelSdkResult {
-        Ok(())
-    }
-
-    fn shutdown_with_timeout(&self, _timeout: Duration) -> OTelSdkResult {
-        Ok(())
     }
 }
 
@@ -90,24 +79,25 @@ impl Handle {
     }
 }
 
-/// Builds the exporter and starts its task on the current runtime.
-pub fn start(
-    settings: &Tracing,
-    resource: &opentelemetry_sdk::Resource,
-    dropped: Counter,
-) -> Result<(Queue, Handle), Error> {
-    let mut exporter = opentelemetry_otlp::SpanExporter::builder()
-        .with_http()
-        .with_http_client(Collector::new())
-        .with_protocol(Protocol::HttpBinary)
-        .with_endpoint(settings.traces_url.to_string())
-        .with_timeout(EXPORT_TIMEOUT)
-        .build()
-        .map_err(|e| Error::Exporter(e.to_string()))?;
-    exporter.set_resource(resource);
+/// Reads the headers from the environment and starts the export task on the
+/// current runtime.
+pub fn start(settings: &Tracing, dropped: Counter) -> Result<(Queue, Handle), Error> {
+    let headers = env_headers(|name| std::env::var(name).ok())?;
     let (tx, rx) = mpsc::channel(QUEUE_SPANS);
     let closing = CancellationToken::new();
-    let task = tokio::spawn(run(exporter, rx, dropped.clone(), closing.clone()));
+    let exporter = Exporter {
+        url: settings.traces_url.clone(),
+        headers,
+        origin: Origin {
+            service_name: settings.service_name.clone(),
+            service_version: env!("CARGO_PKG_VERSION"),
+            scope: "hookgate",
+        },
+        client: client(),
+        dropped: dropped.clone(),
+        last_warning: None,
+    };
+    let task = tokio::spawn(exporter.run(rx, closing.clone()));
     Ok((
         Queue { spans: tx, dropped },
         Handle {
@@ -117,145 +107,183 @@ pub fn start(
     ))
 }
 
-/// Batches and sends until `closing`, then sends what is left once.
-async fn run(
-    exporter: opentelemetry_otlp::SpanExporter,
-    mut spans: mpsc::Receiver<SpanData>,
+type Collector = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+fn client() -> Collector {
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(crate::tls::client_config())
+        .https_or_http()
+        .enable_http1()
+        .build();
+    Client::builder(TokioExecutor::new())
+        .pool_idle_timeout(Duration::from_secs(30))
+        .build(connector)
+}
+
+struct Exporter {
+    url: Uri,
+    headers: Vec<(HeaderName, HeaderValue)>,
+    origin: Origin,
+    client: Collector,
     dropped: Counter,
-    closing: CancellationToken,
-) {
-    let mut last_warning: Option<tokio::time::Instant> = None;
-    loop {
-        let mut batch = Vec::with_capacity(BATCH_SPANS);
-        let closed = tokio::select! {
-            n = spans.recv_many(&mut batch, BATCH_SPANS) => n == 0,
-            _ = closing.cancelled() => true,
+    last_warning: Option<tokio::time::Instant>,
+}
+
+impl Exporter {
+    /// Batches and sends until `closing`, then sends what is left once.
+    async fn run(mut self, mut spans: mpsc::Receiver<Box<Record>>, closing: CancellationToken) {
+        loop {
+            let mut batch = Vec::with_capacity(BATCH_SPANS);
+            let closed = tokio::select! {
+                n = spans.recv_many(&mut batch, BATCH_SPANS) => n == 0,
+                _ = closing.cancelled() => true,
+            };
+            if !closed {
+                let wait = tokio::time::sleep(BATCH_WAIT);
+                tokio::pin!(wait);
+                while batch.len() < BATCH_SPANS {
+                    let room = BATCH_SPANS - batch.len();
+                    tokio::select! {
+                        n = spans.recv_many(&mut batch, room) => if n == 0 { break },
+                        _ = &mut wait => break,
+                        _ = closing.cancelled() => break,
+                    }
+                }
+            }
+            let closing_now = closed || closing.is_cancelled();
+            if closing_now {
+                // What is queued now goes out in full batches, then the task ends.
+                while batch.len() < BATCH_SPANS {
+                    match spans.try_recv() {
+                        Ok(span) => batch.push(span),
+                        Err(_) => break,
+                    }
+                }
+            }
+            if !batch.is_empty() {
+                self.send(&batch).await;
+            }
+            if closing_now && spans.is_empty() {
+                return;
+            }
+        }
+    }
+
+    async fn send(&mut self, batch: &[Box<Record>]) {
+        let body = otlp::request(&self.origin, batch);
+        let error = match tokio::time::timeout(EXPORT_TIMEOUT, self.post(body)).await {
+            Ok(Ok(())) => return,
+            Ok(Err(e)) => e,
+            Err(_) => format!("no answer within {EXPORT_TIMEOUT:?}"),
         };
-        if !closed {
-            let wait = tokio::time::sleep(BATCH_WAIT);
-            tokio::pin!(wait);
-            while batch.len() < BATCH_SPANS {
-                let room = BATCH_SPANS - batch.len();
-                tokio::select! {
-                    n = spans.recv_many(&mut batch, room) => if n == 0 { break },
-                    _ = &mut wait => break,
-                    _ = closing.cancelled() => break,
-                }
-            }
-        }
-        if closed || closing.is_cancelled() {
-            // What is queued now goes out in full batches, then the task ends.
-            while batch.len() < BATCH_SPANS {
-                match spans.try_recv() {
-                    Ok(span) => batch.push(span),
-                    Err(_) => break,
-                }
-            }
-        }
-        if !batch.is_empty() {
-            send(&exporter, batch, &dropped, &mut last_warning).await;
-        }
-        if (closed || closing.is_cancelled()) && spans.is_empty() {
-            return;
+        let count = batch.len() as u64;
+        self.dropped.inc_by(count);
+        let now = tokio::time::Instant::now();
+        if self
+            .last_warning
+            .is_none_or(|at| now.duration_since(at) >= WARN_EVERY)
+        {
+            self.last_warning = Some(now);
+            tracing::warn!(spans = count, error = %error, "trace export failed; spans dropped (counted in hookgate_trace_spans_dropped_total)");
         }
     }
-}
 
-async fn send(
-    exporter: &opentelemetry_otlp::SpanExporter,
-    batch: Vec<SpanData>,
-    dropped: &Counter,
-    last_warning: &mut Option<tokio::time::Instant>,
-) {
-    let count = batch.len() as u64;
-    let error = match tokio::time::timeout(EXPORT_TIMEOUT, exporter.export(batch)).await {
-        Ok(Ok(())) => return,
-        Ok(Err(e)) => e.to_string(),
-        Err(_) => format!("no answer within {EXPORT_TIMEOUT:?}"),
-    };
-    dropped.inc_by(count);
-    let now = tokio::time::Instant::now();
-    if last_warning.is_none_or(|at| now.duration_since(at) >= WARN_EVERY) {
-        *last_warning = Some(now);
-        tracing::warn!(spans = count, error = %error, "trace export failed; spans dropped (counted in hookgate_trace_spans_dropped_total)");
-    }
-}
-
-/// The HTTP client the exporter posts with.
-#[derive(Debug, Clone)]
-struct Collector {
-    client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
-}
-
-impl Collector {
-    fn new() -> Collector {
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(crate::tls::client_config())
-            .https_or_http()
-            .enable_http1()
-            .build();
-        let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(30))
-            .build(connector);
-        Collector { client }
-    }
-}
-
-#[async_trait::async_trait]
-impl opentelemetry_http::HttpClient for Collector {
-    async fn send_bytes(
-        &self,
-        request: Request<Bytes>,
-    ) -> Result<Response<Bytes>, opentelemetry_http::HttpError> {
-        let (parts, body) = request.into_parts();
+    async fn post(&self, body: Vec<u8>) -> Result<(), String> {
+        let mut request = Request::post(self.url.clone())
+            .header(http::header::CONTENT_TYPE, "application/x-protobuf")
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| e.to_string())?;
+        for (name, value) in &self.headers {
+            request.headers_mut().insert(name.clone(), value.clone());
+        }
         let answer = self
             .client
-            .request(Request::from_parts(parts, Full::new(body)))
-            .await?;
-        let (parts, body) = answer.into_parts();
-        let body = Limited::new(body, MAX_ANSWER_BYTES)
+            .request(request)
+            .await
+            .map_err(|e| format!("the collector cannot be reached: {e}"))?;
+        let status = answer.status();
+        // The answer is read (and bounded) so the connection can be reused.
+        let _ = Limited::new(answer.into_body(), MAX_ANSWER_BYTES)
             .collect()
-            .await?
-            .to_bytes();
-        Ok(Response::from_parts(parts, body))
+            .await;
+        if status.is_success() {
+            Ok(())
+        } else {
+            Err(format!("the collector answered {status}"))
+        }
     }
+}
+
+/// The export headers of the environment (`name=value` pairs split by `,`,
+/// values percent-decoded, as the OpenTelemetry exporters read them).
+/// Neither names nor values ever appear in an error: they may be credentials.
+fn env_headers(
+    var: impl Fn(&str) -> Option<String>,
+) -> Result<Vec<(HeaderName, HeaderValue)>, Error> {
+    let Some((source, text)) = [
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+        "OTEL_EXPORTER_OTLP_HEADERS",
+    ]
+    .into_iter()
+    .find_map(|name| var(name).map(|v| (name, v))) else {
+        return Ok(Vec::new());
+    };
+    let mut headers = Vec::new();
+    for (i, pair) in text.split(',').map(str::trim).enumerate() {
+        if pair.is_empty() {
+            continue;
+        }
+        let bad = || Error::Headers(format!("{source}: entry {} is not name=value", i + 1));
+        let (name, value) = pair.split_once('=').ok_or_else(bad)?;
+        let name = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| bad())?;
+        let value = percent_decode(value.trim()).ok_or_else(bad)?;
+        let value = HeaderValue::from_bytes(&value).map_err(|_| bad())?;
+        headers.push((name, value));
+    }
+    Ok(headers)
+}
+
+fn percent_decode(text: &str) -> Option<Vec<u8>> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes.get(i + 1..i + 3)?;
+            let mut byte = [0u8; 1];
+            hex::decode_to_slice(hex, &mut byte).ok()?;
+            out.push(byte[0]);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    Some(out)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use opentelemetry::InstrumentationScope;
-    use opentelemetry::trace::{
-        SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState,
-    };
+    use std::borrow::Cow;
 
-    fn span(n: u64, sampled: bool) -> SpanData {
-        let flags = if sampled {
-            TraceFlags::SAMPLED
-        } else {
-            TraceFlags::default()
-        };
-        SpanData {
-            span_context: SpanContext::new(
-                TraceId::from(u128::from(n) + 1),
-                SpanId::from(n + 1),
-                flags,
-                false,
-                TraceState::NONE,
-            ),
-            parent_span_id: SpanId::INVALID,
-            parent_span_is_remote: false,
-            span_kind: SpanKind::Server,
-            name: "POST".into(),
-            start_time: std::time::SystemTime::UNIX_EPOCH,
-            end_time: std::time::SystemTime::UNIX_EPOCH,
+    use super::*;
+    use crate::traces::Kind;
+
+    fn record(n: u8) -> Box<Record> {
+        Box::new(Record {
+            trace_id: [1; 16],
+            span_id: [n; 8],
+            parent_span_id: [0; 8],
+            parent_remote: false,
+            name: Cow::Borrowed("POST"),
+            kind: Kind::Server,
+            start: 1,
+            end: 2,
             attributes: Vec::new(),
-            dropped_attributes_count: 0,
-            events: Default::default(),
-            links: Default::default(),
-            status: Status::Unset,
-            instrumentation_scope: InstrumentationScope::builder("hookgate").build(),
-        }
+            dropped_attributes: 0,
+            link: None,
+            error: None,
+        })
     }
 
     #[test]
@@ -266,21 +294,52 @@ mod tests {
             spans: tx,
             dropped: dropped.clone(),
         };
-        for n in 0..10 {
-            queue.on_end(span(n, true));
+        for n in 1..=10 {
+            queue.push(record(n));
         }
         assert_eq!(dropped.get(), 7);
         let mut kept = Vec::new();
         while let Ok(s) = rx.try_recv() {
-            kept.push(s.span_context.span_id());
+            kept.push(s.span_id[0]);
         }
-        assert_eq!(
-            kept,
-            vec![SpanId::from(1), SpanId::from(2), SpanId::from(3)]
-        );
-        // A span not sampled is never queued (nor counted as dropped).
-        queue.on_end(span(99, false));
-        assert!(rx.try_recv().is_err());
-        assert_eq!(dropped.get(), 7);
+        assert_eq!(kept, vec![1, 2, 3]);
+    }
+
+    fn headers(pairs: &[(&str, &str)]) -> Result<Vec<(HeaderName, HeaderValue)>, Error> {
+        env_headers(|name| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| (*v).to_owned())
+        })
+    }
+
+    #[test]
+    fn headers_come_from_the_environment_and_never_print() {
+        assert!(headers(&[]).expect("none").is_empty());
+        let got = headers(&[(
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "x-honeycomb-team=abc%20def, authorization=Basic%3Dxyz",
+        )])
+        .expect("headers");
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].0, "x-honeycomb-team");
+        assert_eq!(got[0].1, "abc def");
+        assert_eq!(got[1].1, "Basic=xyz");
+        // The per-signal variable wins.
+        let got = headers(&[
+            ("OTEL_EXPORTER_OTLP_HEADERS", "a=1"),
+            ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "b=2"),
+        ])
+        .expect("headers");
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].0, "b");
+        for bad in ["novalue", "a=%zz-secret", "bad name=secret-value"] {
+            let e = headers(&[("OTEL_EXPORTER_OTLP_HEADERS", bad)])
+                .expect_err(bad)
+                .to_string();
+            assert!(e.contains("entry 1"), "{e}");
+            assert!(!e.contains("secret"), "{e}");
+        }
     }
 }
