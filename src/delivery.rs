@@ -274,11 +274,6 @@ impl<'a> Steps<'a> {
                 span.int("server.port", i64::from(port));
             }
             span.str("url.path", parts.uri.path());
-            span.str("hookgate.source", event.source);
-            span.str("hookgate.event_id", event.event_id);
-            if let Some(event_type) = event.event_type {
-                span.str("hookgate.event_type", event_type);
-            }
         }
         let started = Instant::now();
         let answer = self

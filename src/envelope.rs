@@ -195,6 +195,14 @@ impl Envelope {
             ),
             None => Span::none(),
         };
+        // The event's names, on a span that lives apart from its request's.
+        if span.recording() {
+            span.str("hookgate.source", &self.source);
+            span.str("hookgate.event_id", &self.event_id);
+            if let Some(event_type) = &self.event_type {
+                span.str("hookgate.event_type", event_type);
+            }
+        }
         span.word("hookgate.delivery.mode", mode.word());
         span.int("hookgate.delivery.attempt", i64::from(attempt));
         let tried = match self.request_parts() {

@@ -325,7 +325,7 @@ fn encode<'b>(
         head.add(&X_FORWARDED_FOR_NAME, value.as_bytes());
     }
     if let Some(parent) = trace {
-        head.add(&TRACEPARENT_NAME, parent.traceparent().as_bytes());
+        head.add(&TRACEPARENT_NAME, &parent.header());
     }
     match mark {
         Mark::Verified(stamp) => {

@@ -81,8 +81,7 @@ where
     };
     let source = &runtime.config.sources[index];
     if span.recording() {
-        span.rename(format!("{} {}", parts.method, source.path));
-        span.str("http.route", &source.path);
+        span.route(&source.path);
         span.str("hookgate.source", &source.name);
     }
 

@@ -90,6 +90,8 @@ pub struct Record {
     /// Whether the parent was read back from storage or another process.
     pub parent_remote: bool,
     pub name: Cow<'static, str>,
+    /// The name is `{name} {http.route}` (a server span of a source).
+    pub route: bool,
     pub kind: Kind,
     /// Unix nanoseconds.
     pub start: u64,
@@ -220,6 +222,7 @@ impl Traces {
                     parent_span_id: parent.unwrap_or_default(),
                     parent_remote: false,
                     name,
+                    route: false,
                     kind,
                     start: unix_nanos(),
                     end: 0,
@@ -331,11 +334,10 @@ impl Span {
         }
     }
 
+    /// Adds an attribute (each key is set once per span by its callers).
     fn set(&mut self, key: &'static str, value: Value) {
         if let Some(record) = self.record_mut() {
-            if let Some(slot) = record.attributes.iter_mut().find(|(k, _)| *k == key) {
-                slot.1 = value;
-            } else if record.attributes.len() < MAX_ATTRIBUTES {
+            if record.attributes.len() < MAX_ATTRIBUTES {
                 record.attributes.push((key, value));
             } else {
                 record.dropped_attributes += 1;
@@ -374,11 +376,12 @@ impl Span {
         self.str("error.type", error_type);
     }
 
-    /// The name a server span gets once its source is known:
-    /// `{method} {source path}`.
-    pub fn rename(&mut self, name: String) {
+    /// A server span's source path: `http.route`, and the span's name
+    /// becomes `{method} {source path}`.
+    pub fn route(&mut self, path: &str) {
+        self.str("http.route", path);
         if let Some(record) = self.record_mut() {
-            record.name = Cow::Owned(name);
+            record.route = true;
         }
     }
 
@@ -400,12 +403,19 @@ pub struct Parent {
 impl Parent {
     /// The W3C `traceparent` value: `00-{trace id}-{span id}-{flags}`.
     pub fn traceparent(&self) -> String {
-        format!(
-            "00-{}-{}-{}",
-            hex::encode(self.trace_id),
-            hex::encode(self.span_id),
-            if self.sampled { "01" } else { "00" }
-        )
+        String::from_utf8_lossy(&self.header()).into_owned()
+    }
+
+    /// [`Parent::traceparent`] as the bytes of a header value.
+    pub fn header(&self) -> [u8; TRACEPARENT_LEN] {
+        let mut out = *b"00-00000000000000000000000000000000-0000000000000000-00";
+        // Hex of 16 and 8 bytes fills exactly 32 and 16 places.
+        let _ = hex::encode_to_slice(self.trace_id, &mut out[3..35]);
+        let _ = hex::encode_to_slice(self.span_id, &mut out[36..52]);
+        if self.sampled {
+            out[54] = b'1';
+        }
+        out
     }
 
     /// Reads a W3C `traceparent` (version `00`, or a later version's first

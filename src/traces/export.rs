@@ -276,6 +276,7 @@ mod tests {
             parent_span_id: [0; 8],
             parent_remote: false,
             name: Cow::Borrowed("POST"),
+            route: false,
             kind: Kind::Server,
             start: 1,
             end: 2,

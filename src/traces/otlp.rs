@@ -8,12 +8,13 @@
 //! `ScopeSpans` (scope `hookgate`), then the spans. The tests decode the
 //! output with the official generated types.
 //!
-//! Every length is known before it is written: a nested message is encoded
-//! into a scratch buffer first, so no length is ever guessed. Text comes
-//! from `&str` (valid UTF-8) and is already cut to [`super::MAX_TEXT`].
+//! Every length is computed before it is written (`*_len` beside each
+//! writer), so the request is written once into one buffer and no length is
+//! ever guessed. Text comes from `&str` (valid UTF-8) and is already cut to
+//! [`super::MAX_TEXT`].
 
 use bytes::BufMut;
-use prost::encoding::{WireType, encode_key, encode_varint};
+use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint, key_len};
 
 use super::{Record, Value};
 
@@ -35,42 +36,85 @@ pub struct Origin {
 
 /// One export request holding `spans`.
 pub fn request(origin: &Origin, spans: &[Box<Record>]) -> Vec<u8> {
-    let mut scratch = Vec::with_capacity(512);
+    // Resource: attributes = 1 (KeyValue).
+    let service = [
+        ("service.name", origin.service_name.as_str()),
+        ("service.version", origin.service_version),
+    ];
+    let resource_len: usize = service
+        .iter()
+        .map(|(k, v)| field_len(1, text_kv_len(k, v)))
+        .sum();
+    // InstrumentationScope: name = 1, version = 2.
+    let scope_len = text_len(1, origin.scope) + text_len(2, origin.service_version);
     // ScopeSpans: scope = 1, spans = 2.
-    let mut scope_spans = Vec::with_capacity(spans.len() * 400 + 64);
-    let mut scope = Vec::with_capacity(32);
-    text(1, origin.scope, &mut scope);
-    text(2, origin.service_version, &mut scope);
-    nested(1, &scope, &mut scope_spans);
-    for record in spans {
-        scratch.clear();
-        span(record, &mut scratch);
-        nested(2, &scratch, &mut scope_spans);
-    }
-    // Resource: attributes = 1.
-    let mut resource = Vec::with_capacity(96);
-    scratch.clear();
-    key_value(
-        "service.name",
-        &Value::Text(origin.service_name.clone().into()),
-        &mut scratch,
-    );
-    nested(1, &scratch, &mut resource);
-    scratch.clear();
-    key_value(
-        "service.version",
-        &Value::Text(origin.service_version.into()),
-        &mut scratch,
-    );
-    nested(1, &scratch, &mut resource);
+    let span_lens: Vec<usize> = spans.iter().map(|r| span_len(r)).collect();
+    let scope_spans_len = field_len(1, scope_len)
+        + span_lens.iter().map(|l| field_len(2, *l)).sum::<usize>();
     // ResourceSpans: resource = 1, scope_spans = 2.
-    let mut resource_spans = Vec::with_capacity(scope_spans.len() + resource.len() + 16);
-    nested(1, &resource, &mut resource_spans);
-    nested(2, &scope_spans, &mut resource_spans);
+    let resource_spans_len = field_len(1, resource_len) + field_len(2, scope_spans_len);
+
     // ExportTraceServiceRequest: resource_spans = 1.
-    let mut out = Vec::with_capacity(resource_spans.len() + 8);
-    nested(1, &resource_spans, &mut out);
+    let mut out = Vec::with_capacity(field_len(1, resource_spans_len));
+    header(1, resource_spans_len, &mut out);
+    header(1, resource_len, &mut out);
+    for (k, v) in service {
+        header(1, text_kv_len(k, v), &mut out);
+        text_kv(k, v, &mut out);
+    }
+    header(2, scope_spans_len, &mut out);
+    header(1, scope_len, &mut out);
+    text(1, origin.scope, &mut out);
+    text(2, origin.service_version, &mut out);
+    for (record, len) in spans.iter().zip(span_lens) {
+        header(2, len, &mut out);
+        span(record, &mut out);
+    }
     out
+}
+
+/// The span's name: `{name} {http.route}` for a server span that has a route.
+fn name_parts(r: &Record) -> (&str, Option<&str>) {
+    let route = r.route.then(|| {
+        r.attributes.iter().find_map(|(k, v)| match v {
+            Value::Text(t) if *k == "http.route" => Some(t.as_ref()),
+            _ => None,
+        })
+    });
+    (&r.name, route.flatten())
+}
+
+fn name_len(r: &Record) -> usize {
+    match name_parts(r) {
+        (name, Some(route)) => name.len() + 1 + route.len(),
+        (name, None) => name.len(),
+    }
+}
+
+/// A `Span` message's length.
+fn span_len(r: &Record) -> usize {
+    let mut len = field_len(1, 16) + field_len(2, 8);
+    if r.parent_span_id != [0; 8] {
+        len += field_len(4, 8);
+    }
+    len += field_len(5, name_len(r));
+    len += key_len(6) + encoded_len_varint(r.kind as u64);
+    len += 2 * (key_len(7) + 8);
+    len += r
+        .attributes
+        .iter()
+        .map(|(k, v)| field_len(9, kv_len(k, v)))
+        .sum::<usize>();
+    if r.dropped_attributes > 0 {
+        len += key_len(10) + encoded_len_varint(u64::from(r.dropped_attributes));
+    }
+    if r.link.is_some() {
+        len += field_len(13, link_len());
+    }
+    if let Some(message) = &r.error {
+        len += field_len(15, status_len(message));
+    }
+    len + key_len(16) + 4
 }
 
 /// A `Span` message's fields.
@@ -80,57 +124,99 @@ fn span(r: &Record, out: &mut Vec<u8>) {
     if r.parent_span_id != [0; 8] {
         bytes(4, &r.parent_span_id, out);
     }
-    text(5, &r.name, out);
+    header(5, name_len(r), out);
+    match name_parts(r) {
+        (name, Some(route)) => {
+            out.put_slice(name.as_bytes());
+            out.put_u8(b' ');
+            out.put_slice(route.as_bytes());
+        }
+        (name, None) => out.put_slice(name.as_bytes()),
+    }
     varint(6, r.kind as u64, out);
     fixed64(7, r.start, out);
     fixed64(8, r.end, out);
-    let mut attribute = Vec::with_capacity(64);
     for (key, value) in &r.attributes {
-        attribute.clear();
-        key_value(key, value, &mut attribute);
-        nested(9, &attribute, out);
+        header(9, kv_len(key, value), out);
+        key_value(key, value, out);
     }
     if r.dropped_attributes > 0 {
         varint(10, u64::from(r.dropped_attributes), out);
     }
     if let Some((trace_id, span_id)) = &r.link {
         // Link: trace_id = 1, span_id = 2, flags = 6.
-        let mut link = Vec::with_capacity(40);
-        bytes(1, trace_id, &mut link);
-        bytes(2, span_id, &mut link);
-        fixed32(6, HAS_IS_REMOTE | IS_REMOTE, &mut link);
-        nested(13, &link, out);
+        header(13, link_len(), out);
+        bytes(1, trace_id, out);
+        bytes(2, span_id, out);
+        fixed32(6, HAS_IS_REMOTE | IS_REMOTE, out);
     }
     if let Some(message) = &r.error {
         // Status: message = 2, code = 3.
-        let mut status = Vec::with_capacity(message.len() + 8);
-        text(2, message, &mut status);
-        varint(3, STATUS_ERROR, &mut status);
-        nested(15, &status, out);
+        header(15, status_len(message), out);
+        text(2, message, out);
+        varint(3, STATUS_ERROR, out);
     }
     let remote = if r.parent_remote { IS_REMOTE } else { 0 };
     fixed32(16, SAMPLED | HAS_IS_REMOTE | remote, out);
 }
 
-/// A `KeyValue` message's fields: key = 1, value = 2 (an `AnyValue`:
-/// string_value = 1, int_value = 3).
-fn key_value(key: &str, value: &Value, out: &mut Vec<u8>) {
-    text(1, key, out);
-    let mut any = Vec::with_capacity(32);
-    match value {
-        Value::Text(t) => text(1, t, &mut any),
-        Value::Int(i) => varint(3, *i as u64, &mut any),
-    }
-    nested(2, &any, out);
+fn link_len() -> usize {
+    field_len(1, 16) + field_len(2, 8) + key_len(6) + 4
 }
 
-fn nested(tag: u32, message: &[u8], out: &mut Vec<u8>) {
-    bytes(tag, message, out);
+fn status_len(message: &str) -> usize {
+    text_len(2, message) + key_len(3) + encoded_len_varint(STATUS_ERROR)
+}
+
+/// A `KeyValue`: key = 1, value = 2 (an `AnyValue`: string_value = 1,
+/// int_value = 3).
+fn kv_len(key: &str, value: &Value) -> usize {
+    text_len(1, key) + field_len(2, any_len(value))
+}
+
+fn any_len(value: &Value) -> usize {
+    match value {
+        Value::Text(t) => text_len(1, t),
+        Value::Int(i) => key_len(3) + encoded_len_varint(*i as u64),
+    }
+}
+
+fn key_value(key: &str, value: &Value, out: &mut Vec<u8>) {
+    text(1, key, out);
+    header(2, any_len(value), out);
+    match value {
+        Value::Text(t) => text(1, t, out),
+        Value::Int(i) => varint(3, *i as u64, out),
+    }
+}
+
+fn text_kv_len(key: &str, value: &str) -> usize {
+    text_len(1, key) + field_len(2, text_len(1, value))
+}
+
+fn text_kv(key: &str, value: &str, out: &mut Vec<u8>) {
+    text(1, key, out);
+    header(2, text_len(1, value), out);
+    text(1, value, out);
+}
+
+/// A length-delimited field's size with its key and length.
+fn field_len(tag: u32, len: usize) -> usize {
+    key_len(tag) + encoded_len_varint(len as u64) + len
+}
+
+fn text_len(tag: u32, value: &str) -> usize {
+    field_len(tag, value.len())
+}
+
+/// A length-delimited field's key and length; its bytes follow.
+fn header(tag: u32, len: usize, out: &mut Vec<u8>) {
+    encode_key(tag, WireType::LengthDelimited, out);
+    encode_varint(len as u64, out);
 }
 
 fn bytes(tag: u32, value: &[u8], out: &mut Vec<u8>) {
-    encode_key(tag, WireType::LengthDelimited, out);
-    encode_varint(value.len() as u64, out);
+    header(tag, value.len(), out);
     out.put_slice(value);
 }
 
@@ -170,12 +256,14 @@ mod tests {
             span_id: [n + 1; 8],
             parent_span_id: if n == 1 { [0; 8] } else { [9; 8] },
             parent_remote: n == 3,
-            name: Cow::Owned(format!("POST /webhooks/{n}")),
+            name: Cow::Borrowed("POST"),
+            route: n == 1,
             kind: if n == 1 { Kind::Server } else { Kind::Client },
             start: 1_700_000_000_000_000_000 + u64::from(n),
             end: 1_700_000_000_000_500_000 + u64::from(n),
             attributes: vec![
                 ("hookgate.source", Value::Text(Cow::Borrowed("github"))),
+                ("http.route", Value::Text(Cow::Borrowed("/webhooks/github"))),
                 (
                     "url.path",
                     Value::Text(Cow::Owned("/webhooks/é\u{0}\"<x>".into())),
@@ -185,7 +273,7 @@ mod tests {
             ],
             dropped_attributes: u32::from(n == 2),
             link: (n == 1).then_some(([0xab; 16], [0xcd; 8])),
-            error: (n == 3).then(|| Cow::Borrowed("upstream_timeout")),
+            error: (n == 3).then_some(Cow::Borrowed("upstream_timeout")),
         })
     }
 
@@ -198,6 +286,8 @@ mod tests {
         };
         let spans: Vec<Box<Record>> = (1..=3).map(record).collect();
         let bytes = request(&origin, &spans);
+        // The lengths computed up front are the lengths written.
+        assert_eq!(bytes.capacity(), bytes.len());
         let decoded = ExportTraceServiceRequest::decode(bytes.as_slice()).expect("valid OTLP");
         assert_eq!(decoded.resource_spans.len(), 1);
         let rs = &decoded.resource_spans[0];
@@ -235,7 +325,8 @@ mod tests {
                 &want.parent_span_id
             };
             assert_eq!(got.parent_span_id, parent);
-            assert_eq!(got.name, want.name);
+            let name = if want.route { "POST /webhooks/github" } else { "POST" };
+            assert_eq!(got.name, name);
             assert_eq!(got.kind, want.kind as i32);
             assert_eq!(got.start_time_unix_nano, want.start);
             assert_eq!(got.end_time_unix_nano, want.end);
@@ -256,6 +347,7 @@ mod tests {
                 attrs,
                 vec![
                     ("hookgate.source".into(), "github".into()),
+                    ("http.route".into(), "/webhooks/github".into()),
                     ("url.path".into(), "/webhooks/é\u{0}\"<x>".into()),
                     ("http.response.status_code".into(), "200".into()),
                     ("hookgate.delivery.attempt".into(), "-1".into()),
