@@ -18,8 +18,12 @@
 # Each row also gives hookgate's CPU time per answered event (all its
 # threads, from /proc) and the spans it dropped (0 means the export kept up).
 #
+# BEFORE_BIN=<a hookgate built without traces> adds a `<store>-before`
+# variant per store, run with that binary: the last table then says what
+# the code of traces costs when [tracing] is absent.
+#
 # Knobs (environment): ROUNDS=3 DURATION=5 CONNS=64 BODY=1024 RATIO=1.0 POOL=250000
-# VARIANTS="memory memory-traced ..." HOOKGATE_BIN=<prebuilt binary>.
+# VARIANTS="memory memory-traced ..." HOOKGATE_BIN=<prebuilt binary> BEFORE_BIN=.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -67,11 +71,14 @@ taskset -c "$SERVER_CPU" redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --sa
 PIDS+=($!)
 wait_port "$APP_PORT"; wait_port "$OTLP_PORT"; wait_port "$REDIS_PORT"
 
-declare -A PORT ADMIN STORE TRACING HG_PID
+declare -A PORT ADMIN STORE TRACING HG_PID BIN
+DEFAULT_VARIANTS="memory memory-traced sqlite sqlite-traced redis redis-traced"
+[ -n "${BEFORE_BIN:-}" ] && DEFAULT_VARIANTS="memory-before $DEFAULT_VARIANTS sqlite-before redis-before"
 # shellcheck disable=SC2206 # a list of words on purpose
-VARIANTS=(${VARIANTS:-memory memory-traced sqlite sqlite-traced redis redis-traced})
+VARIANTS=(${VARIANTS:-$DEFAULT_VARIANTS})
 for v in "${VARIANTS[@]}"; do
   PORT[$v]=$(free_port); ADMIN[$v]=$(free_port); TRACING[$v]=""
+  case $v in *-before) BIN[$v]=$BEFORE_BIN ;; *) BIN[$v]=$HOOKGATE_BIN ;; esac
   case $v in
     memory*) STORE[$v]=$'kind = "memory"\nmemory_max_entries = 4000000' ;;
     redis*) STORE[$v]="kind = \"redis\""$'\n'"url = \"redis://127.0.0.1:$REDIS_PORT\"" ;;
@@ -95,13 +102,13 @@ scheme = "github"
 secrets = ["$SECRET"]
 ${TRACING[$v]}
 CONF
-  "$HOOKGATE_BIN" check --config "$WORK/$v.toml" >/dev/null
+  "${BIN[$v]}" check --config "$WORK/$v.toml" >/dev/null
 done
 
 start() {
   rm -f "$WORK/$1.db" "$WORK/$1.db-wal" "$WORK/$1.db-shm"
   redis-cli -p "$REDIS_PORT" flushall >/dev/null
-  taskset -c "$SERVER_CPU" "$HOOKGATE_BIN" run --config "$WORK/$1.toml" >>"$WORK/$1.log" 2>&1 &
+  taskset -c "$SERVER_CPU" "${BIN[$1]}" run --config "$WORK/$1.toml" >>"$WORK/$1.log" 2>&1 &
   HG_PID[$1]=$!
   PIDS+=($!)
   wait_port "${PORT[$1]}"; wait_port "${ADMIN[$1]}"
@@ -170,4 +177,12 @@ for base in ["memory", "sqlite", "redis"]:
         paired = [rate(b) / rate(a) for a, b in zip(rows[base], rows[on])]
         cpu_ratio = statistics.median(cpu(b) / cpu(a) for a, b in zip(rows[base], rows[on]) if cpu(a))
         print(f"| {base} | {statistics.median(paired):.3f} | {min(paired):.3f} | {max(paired):.3f} | {cpu_ratio:.3f} |")
+if any(v.endswith("-before") for v in rows):
+    print()
+    print("| store | no [tracing] ÷ before traces, fresh events / s: round by round, median | lowest | highest |")
+    print("|---|---|---|---|")
+    for base in ["memory", "sqlite", "redis"]:
+        if base in rows and base + "-before" in rows:
+            paired = [rate(a) / rate(b) for a, b in zip(rows[base], rows[base + "-before"])]
+            print(f"| {base} | {statistics.median(paired):.3f} | {min(paired):.3f} | {max(paired):.3f} |")
 PY

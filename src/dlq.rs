@@ -321,7 +321,7 @@ impl Replayer<'_> {
                 steps
                     .note_now(&event, vec![fact(State::Delivered, None)])
                     .await;
-                tracing::info!(source = %envelope.source, event_id = %envelope.event_id, dlq_id = %dead.id, "dead letter replayed");
+                tracing::info!(source = %envelope.source, event_id = %envelope.event_id, dlq_id = %dead.id, trace_id = tried.trace_id.as_deref(), "dead letter replayed");
                 return Ok(Replayed::Delivered);
             }
             Attempt::Refused(error) | Attempt::Failed { error, .. } => error.clone(),

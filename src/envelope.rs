@@ -116,8 +116,6 @@ pub struct Received<'a> {
     pub signed_at: Option<i64>,
     pub peer: Option<IpAddr>,
     pub gate: Option<&'a Gate>,
-    /// The request's server span, when traced.
-    pub trace: Option<Parent>,
 }
 
 impl Envelope {
@@ -166,9 +164,15 @@ impl Envelope {
             dead_ms: None,
             resource: r.gate.map(|g| g.resource.clone()),
             version: r.gate.map(|g| g.version.to_string()),
-            trace: r.trace.map(|p| p.traceparent()),
+            trace: None,
             body,
         }
+    }
+
+    /// Keeps the request's server span, so later attempts join its trace.
+    pub fn traced(mut self, span: Option<Parent>) -> Envelope {
+        self.trace = span.map(|p| p.traceparent());
+        self
     }
 
     /// What the event's nonce is keyed by.

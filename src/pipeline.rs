@@ -405,10 +405,9 @@ async fn deliver(
         signed_at: verified.timestamp,
         peer,
         gate: gate.as_ref(),
-        trace: span.parent(),
     };
     if source.delivery == Delivery::Queue {
-        let envelope = Envelope::new(&parts, body, received);
+        let envelope = Envelope::new(&parts, body, received).traced(span.parent());
         let facts = vec![arrival(trail::State::Waiting)];
         let mut enqueuing = span.child("enqueue", Kind::Producer);
         let outcome = enqueue(state, &steps, &event, nonce, &envelope, facts).await;
@@ -462,7 +461,7 @@ async fn deliver(
             dead_letter_id: None,
         },
     ];
-    let (response, error) = match (attempted.attempt, attempted.answer) {
+    let (response, error, trace) = match (attempted.attempt, attempted.answer) {
         (Attempt::Delivered, Ok(response)) => {
             steps.delivered(&event, lock).await;
             // The app took the event: its 2xx stands whatever the commit
@@ -497,6 +496,8 @@ async fn deliver(
             );
         }
         (_, answer) => {
+            // A dead letter made of this event joins this request's trace.
+            let trace = span.parent();
             steps.release(&event, lock).await;
             steps.release_noting(&event, Some(nonce), facts).await;
             match answer {
@@ -514,10 +515,10 @@ async fn deliver(
                     if !status.is_server_error() {
                         return response;
                     }
-                    (response, format!("app answered {status}"))
+                    (response, format!("app answered {status}"), trace)
                 }
                 Err(e) => {
-                    tracing::warn!(source = %source.name, event_id = %event_id, error = %e, "forward failed");
+                    tracing::warn!(source = %source.name, event_id = %event_id, trace_id = span.trace_id().as_deref(), error = %e, "forward failed");
                     let response = finish(
                         state,
                         span,
@@ -526,12 +527,13 @@ async fn deliver(
                         Outcome::from(&e),
                         None,
                     );
-                    (response, e.to_string())
+                    (response, e.to_string(), trace)
                 }
             }
         }
     };
-    count_failure(state, runtime, Envelope::new(&parts, body, received), error).await;
+    let envelope = Envelope::new(&parts, body, received).traced(trace);
+    count_failure(state, runtime, envelope, error).await;
     response
 }
 

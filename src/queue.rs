@@ -490,11 +490,11 @@ impl Job {
                 self.settle(&id, note).await;
                 metrics.delivery(name, "delivered");
                 metrics.completion(name, envelope.age_secs());
-                tracing::info!(source = %name, event_id = %envelope.event_id, event_type = envelope.event_type.as_deref(), attempts, result = "delivered", "queued event delivered");
+                tracing::info!(source = %name, event_id = %envelope.event_id, event_type = envelope.event_type.as_deref(), attempts, trace_id = tried.trace_id.as_deref(), result = "delivered", "queued event delivered");
             }
             Attempt::Refused(error) => {
                 steps.release(&event, lock).await;
-                tracing::warn!(source = %name, event_id = %envelope.event_id, event_type = envelope.event_type.as_deref(), attempts, error = %error, result = "dropped", "the app refused a queued event; not retried, kept as a dead letter");
+                tracing::warn!(source = %name, event_id = %envelope.event_id, event_type = envelope.event_type.as_deref(), attempts, trace_id = tried.trace_id.as_deref(), error = %error, result = "dropped", "the app refused a queued event; not retried, kept as a dead letter");
                 envelope.attempts = attempts;
                 envelope.last_attempt_ms = Some(now_ms());
                 envelope.last_error = Some(error);
@@ -508,7 +508,7 @@ impl Job {
                 envelope.last_attempt_ms = Some(now_ms());
                 match next_delay(&self.source.retry_schedule, attempts, retry_after) {
                     Some(delay) => {
-                        tracing::info!(source = %name, event_id = %envelope.event_id, event_type = envelope.event_type.as_deref(), attempts, error = %error, retry_in_ms = delay.as_millis() as u64, result = "retry", "queued event not delivered; will retry");
+                        tracing::info!(source = %name, event_id = %envelope.event_id, event_type = envelope.event_type.as_deref(), attempts, trace_id = tried.trace_id.as_deref(), error = %error, retry_in_ms = delay.as_millis() as u64, result = "retry", "queued event not delivered; will retry");
                         envelope.last_error = Some(error);
                         metrics.delivery(name, "retry");
                         let facts = vec![fact(trail::State::Waiting, Some(delay), None)];
@@ -516,7 +516,7 @@ impl Job {
                         self.park(&id, &envelope, delay, note).await;
                     }
                     None => {
-                        tracing::warn!(source = %name, event_id = %envelope.event_id, event_type = envelope.event_type.as_deref(), attempts, error = %error, result = "dead_lettered", "retry schedule exhausted; moved to the dead-letter stream");
+                        tracing::warn!(source = %name, event_id = %envelope.event_id, event_type = envelope.event_type.as_deref(), attempts, trace_id = tried.trace_id.as_deref(), error = %error, result = "dead_lettered", "retry schedule exhausted; moved to the dead-letter stream");
                         envelope.last_error = Some(error);
                         metrics.delivery(name, "dead_lettered");
                         let dead = self.bury(&id, &mut envelope).await;

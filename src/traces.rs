@@ -81,7 +81,7 @@ pub enum Value {
 }
 
 /// One ended span, as the exporter sends it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Record {
     pub trace_id: [u8; 16],
     pub span_id: [u8; 8],
@@ -102,6 +102,11 @@ pub struct Record {
     pub link: Option<([u8; 16], [u8; 8])>,
     /// `Some(description)`: the span failed.
     pub error: Option<Cow<'static, str>>,
+    /// Whether the span is kept; one not kept only lends its ids.
+    pub sampled: bool,
+    /// The tracer, while the span is open (taken before it is queued, so a
+    /// queued record never holds the tracer that holds the queue).
+    traces: Option<Arc<Traces>>,
 }
 
 /// The tracer, while `[tracing]` is set.
@@ -191,7 +196,7 @@ impl Traces {
                     Some(p.span_id),
                     p.sampled,
                 );
-                if let Some(Live::Recording(record, _)) = &mut span.live {
+                if let Some(record) = span.record_mut() {
                     record.parent_remote = true;
                 }
                 span
@@ -212,38 +217,30 @@ impl Traces {
         parent: Option<[u8; 8]>,
         sampled: bool,
     ) -> Span {
-        let span_id = new_span_id();
-        let traces = Arc::clone(self);
-        let live = if sampled {
-            Live::Recording(
-                Box::new(Record {
-                    trace_id,
-                    span_id,
-                    parent_span_id: parent.unwrap_or_default(),
-                    parent_remote: false,
-                    name,
-                    route: false,
-                    kind,
-                    start: unix_nanos(),
-                    end: 0,
-                    attributes: Vec::with_capacity(8),
-                    dropped_attributes: 0,
-                    link: None,
-                    error: None,
-                }),
-                traces,
-            )
-        } else {
-            Live::Unsampled(
-                Parent {
-                    trace_id,
-                    span_id,
-                    sampled: false,
-                },
-                traces,
-            )
+        let record = Record {
+            trace_id,
+            span_id: new_span_id(),
+            parent_span_id: parent.unwrap_or_default(),
+            parent_remote: false,
+            name,
+            route: false,
+            kind,
+            start: if sampled { unix_nanos() } else { 0 },
+            end: 0,
+            attributes: if sampled {
+                Vec::with_capacity(8)
+            } else {
+                Vec::new()
+            },
+            dropped_attributes: 0,
+            link: None,
+            error: None,
+            sampled,
+            traces: Some(Arc::clone(self)),
         };
-        Span { live: Some(live) }
+        Span {
+            record: Some(Box::new(record)),
+        }
     }
 
     /// Sends what is queued, waiting at most `grace`; at shutdown.
@@ -252,22 +249,20 @@ impl Traces {
     }
 }
 
-/// A span, or nothing when tracing is off. Ends when dropped.
+/// A span, or nothing when tracing is off: one pointer, so the futures
+/// that hold spans across their awaits stay as small as without them. A
+/// kept span's record goes to the exporter when the span is dropped.
 #[derive(Default)]
 pub struct Span {
-    live: Option<Live>,
-}
-
-enum Live {
-    /// Kept: its record goes to the exporter when it ends.
-    Recording(Box<Record>, Arc<Traces>),
-    /// Not kept: only its ids, for children and the app's `traceparent`.
-    Unsampled(Parent, Arc<Traces>),
+    record: Option<Box<Record>>,
 }
 
 impl Drop for Span {
     fn drop(&mut self) {
-        if let Some(Live::Recording(mut record, traces)) = self.live.take() {
+        if let Some(mut record) = self.record.take()
+            && let Some(traces) = record.traces.take()
+            && record.sampled
+        {
             record.end = unix_nanos().max(record.start);
             traces.queue.push(record);
         }
@@ -277,14 +272,12 @@ impl Drop for Span {
 impl Span {
     /// No span: tracing is off.
     pub fn none() -> Span {
-        Span { live: None }
+        Span { record: None }
     }
 
+    /// The record of a kept span.
     fn record_mut(&mut self) -> Option<&mut Record> {
-        match &mut self.live {
-            Some(Live::Recording(record, _)) => Some(record),
-            _ => None,
-        }
+        self.record.as_deref_mut().filter(|r| r.sampled)
     }
 
     /// A child of this span (nothing when this is nothing).
@@ -302,36 +295,29 @@ impl Span {
     }
 
     fn traces(&self) -> Option<&Arc<Traces>> {
-        match &self.live {
-            Some(Live::Recording(_, t) | Live::Unsampled(_, t)) => Some(t),
-            None => None,
-        }
+        self.record.as_ref().and_then(|r| r.traces.as_ref())
     }
 
     /// Whether this span is kept (sampled).
     pub fn recording(&self) -> bool {
-        matches!(self.live, Some(Live::Recording(..)))
+        self.record.as_ref().is_some_and(|r| r.sampled)
     }
 
     /// This span as a parent: for the app's `traceparent` and for storage.
     pub fn parent(&self) -> Option<Parent> {
-        match &self.live {
-            Some(Live::Recording(r, _)) => Some(Parent {
-                trace_id: r.trace_id,
-                span_id: r.span_id,
-                sampled: true,
-            }),
-            Some(Live::Unsampled(p, _)) => Some(*p),
-            None => None,
-        }
+        self.record.as_ref().map(|r| Parent {
+            trace_id: r.trace_id,
+            span_id: r.span_id,
+            sampled: r.sampled,
+        })
     }
 
     /// The trace id, when the trace is kept: for log lines and the trail.
     pub fn trace_id(&self) -> Option<String> {
-        match &self.live {
-            Some(Live::Recording(r, _)) => Some(hex::encode(r.trace_id)),
-            _ => None,
-        }
+        self.record
+            .as_ref()
+            .filter(|r| r.sampled)
+            .map(|r| hex::encode(r.trace_id))
     }
 
     /// Adds an attribute (each key is set once per span by its callers).

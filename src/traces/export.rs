@@ -284,6 +284,8 @@ mod tests {
             dropped_attributes: 0,
             link: None,
             error: None,
+            sampled: true,
+            traces: None,
         })
     }
 

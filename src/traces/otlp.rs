@@ -49,8 +49,8 @@ pub fn request(origin: &Origin, spans: &[Box<Record>]) -> Vec<u8> {
     let scope_len = text_len(1, origin.scope) + text_len(2, origin.service_version);
     // ScopeSpans: scope = 1, spans = 2.
     let span_lens: Vec<usize> = spans.iter().map(|r| span_len(r)).collect();
-    let scope_spans_len = field_len(1, scope_len)
-        + span_lens.iter().map(|l| field_len(2, *l)).sum::<usize>();
+    let scope_spans_len =
+        field_len(1, scope_len) + span_lens.iter().map(|l| field_len(2, *l)).sum::<usize>();
     // ResourceSpans: resource = 1, scope_spans = 2.
     let resource_spans_len = field_len(1, resource_len) + field_len(2, scope_spans_len);
 
@@ -274,6 +274,8 @@ mod tests {
             dropped_attributes: u32::from(n == 2),
             link: (n == 1).then_some(([0xab; 16], [0xcd; 8])),
             error: (n == 3).then_some(Cow::Borrowed("upstream_timeout")),
+            sampled: true,
+            traces: None,
         })
     }
 
@@ -325,7 +327,11 @@ mod tests {
                 &want.parent_span_id
             };
             assert_eq!(got.parent_span_id, parent);
-            let name = if want.route { "POST /webhooks/github" } else { "POST" };
+            let name = if want.route {
+                "POST /webhooks/github"
+            } else {
+                "POST"
+            };
             assert_eq!(got.name, name);
             assert_eq!(got.kind, want.kind as i32);
             assert_eq!(got.start_time_unix_nano, want.start);

@@ -272,4 +272,18 @@ secrets = [
 {{- end }}
 {{- end }}
 {{- end }}
+{{- with .Values.tracing }}
+{{- if .otlpEndpoint }}
+
+[tracing]
+otlp_endpoint = {{ .otlpEndpoint | toJson }}
+sample_ratio = {{ .sampleRatio | float64 }}
+{{- with .serviceName }}
+service_name = {{ . | toJson }}
+{{- end }}
+{{- with .traceUrl }}
+trace_url = {{ . | toJson }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{ end }}
