@@ -13,7 +13,7 @@
 //!   or else `OTEL_EXPORTER_OTLP_HEADERS` (`key=value,key=value`, values
 //!   percent-decoded), read once at start: where a collector's credentials go.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -86,6 +86,7 @@ pub fn start(settings: &Tracing, dropped: Counter) -> Result<(Queue, Handle), Er
     let (tx, rx) = mpsc::channel(QUEUE_SPANS);
     let closing = CancellationToken::new();
     let exporter = Exporter {
+        spare: Arc::default(),
         url: settings.traces_url.clone(),
         headers,
         origin: Origin {
@@ -121,6 +122,10 @@ fn client() -> Collector {
 }
 
 struct Exporter {
+    /// The buffer the last request was written in, back once the client is
+    /// done with it: a batch is some hundred KiB, too large to allocate anew
+    /// each time.
+    spare: Arc<Mutex<Vec<u8>>>,
     url: Uri,
     headers: Vec<(HeaderName, HeaderValue)>,
     origin: Origin,
@@ -170,7 +175,16 @@ impl Exporter {
     }
 
     async fn send(&mut self, batch: &[Box<Record>]) {
-        let body = otlp::request(&self.origin, batch);
+        let mut buf = self
+            .spare
+            .lock()
+            .map(|mut spare| std::mem::take(&mut *spare))
+            .unwrap_or_default();
+        otlp::request_into(&self.origin, batch, &mut buf);
+        let body = Bytes::from_owner(Lent {
+            buf,
+            home: Arc::clone(&self.spare),
+        });
         let error = match tokio::time::timeout(EXPORT_TIMEOUT, self.post(body)).await {
             Ok(Ok(())) => return,
             Ok(Err(e)) => e,
@@ -188,10 +202,10 @@ impl Exporter {
         }
     }
 
-    async fn post(&self, body: Vec<u8>) -> Result<(), String> {
+    async fn post(&self, body: Bytes) -> Result<(), String> {
         let mut request = Request::post(self.url.clone())
             .header(http::header::CONTENT_TYPE, "application/x-protobuf")
-            .body(Full::new(Bytes::from(body)))
+            .body(Full::new(body))
             .map_err(|e| e.to_string())?;
         for (name, value) in &self.headers {
             request.headers_mut().insert(name.clone(), value.clone());
@@ -210,6 +224,28 @@ impl Exporter {
             Ok(())
         } else {
             Err(format!("the collector answered {status}"))
+        }
+    }
+}
+
+/// A request body that goes back to the exporter's spare when dropped.
+struct Lent {
+    buf: Vec<u8>,
+    home: Arc<Mutex<Vec<u8>>>,
+}
+
+impl AsRef<[u8]> for Lent {
+    fn as_ref(&self) -> &[u8] {
+        &self.buf
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        if let Ok(mut spare) = self.home.lock()
+            && spare.capacity() < self.buf.capacity()
+        {
+            *spare = std::mem::take(&mut self.buf);
         }
     }
 }

@@ -35,7 +35,16 @@ pub struct Origin {
 }
 
 /// One export request holding `spans`.
+#[cfg(test)]
 pub fn request(origin: &Origin, spans: &[Box<Record>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    request_into(origin, spans, &mut out);
+    out
+}
+
+/// One export request holding `spans`, written into `out` (cleared first;
+/// its allocation is reused when large enough).
+pub fn request_into(origin: &Origin, spans: &[Box<Record>], out: &mut Vec<u8>) {
     // Resource: attributes = 1 (KeyValue).
     let service = [
         ("service.name", origin.service_name.as_str()),
@@ -55,22 +64,22 @@ pub fn request(origin: &Origin, spans: &[Box<Record>]) -> Vec<u8> {
     let resource_spans_len = field_len(1, resource_len) + field_len(2, scope_spans_len);
 
     // ExportTraceServiceRequest: resource_spans = 1.
-    let mut out = Vec::with_capacity(field_len(1, resource_spans_len));
-    header(1, resource_spans_len, &mut out);
-    header(1, resource_len, &mut out);
+    out.clear();
+    out.reserve_exact(field_len(1, resource_spans_len));
+    header(1, resource_spans_len, out);
+    header(1, resource_len, out);
     for (k, v) in service {
-        header(1, text_kv_len(k, v), &mut out);
-        text_kv(k, v, &mut out);
+        header(1, text_kv_len(k, v), out);
+        text_kv(k, v, out);
     }
-    header(2, scope_spans_len, &mut out);
-    header(1, scope_len, &mut out);
-    text(1, origin.scope, &mut out);
-    text(2, origin.service_version, &mut out);
+    header(2, scope_spans_len, out);
+    header(1, scope_len, out);
+    text(1, origin.scope, out);
+    text(2, origin.service_version, out);
     for (record, len) in spans.iter().zip(span_lens) {
-        header(2, len, &mut out);
-        span(record, &mut out);
+        header(2, len, out);
+        span(record, out);
     }
-    out
 }
 
 /// The span's name: `{name} {http.route}` for a server span that has a route.
@@ -288,8 +297,16 @@ mod tests {
         };
         let spans: Vec<Box<Record>> = (1..=3).map(record).collect();
         let bytes = request(&origin, &spans);
-        // The lengths computed up front are the lengths written.
-        assert_eq!(bytes.capacity(), bytes.len());
+        // The same request written into a buffer that is already large
+        // enough reuses it.
+        let mut reused = Vec::with_capacity(1 << 20);
+        request_into(&origin, &spans, &mut reused);
+        assert_eq!(reused, bytes);
+        assert_eq!(
+            reused.capacity(),
+            1 << 20,
+            "a large enough buffer is reused"
+        );
         let decoded = ExportTraceServiceRequest::decode(bytes.as_slice()).expect("valid OTLP");
         assert_eq!(decoded.resource_spans.len(), 1);
         let rs = &decoded.resource_spans[0];
