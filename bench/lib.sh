@@ -5,8 +5,13 @@
 #   work_dir NAME           WORK, a temp directory removed at exit with every
 #                           process whose pid is in PIDS
 #   free_port, wait_port PORT
-#   start_app PORT          the app stand-in: one nginx worker answering
-#                           200 {"ok":true}, on $SERVER_CPU, in $WORK/app
+#   start_nginx NAME PORT CPU LOCATIONS
+#                           one nginx worker on CPU, in $WORK/NAME, serving
+#                           the location blocks LOCATIONS
+#   start_app PORT          the app stand-in: start_nginx answering
+#                           200 {"ok":true}, on $SERVER_CPU
+#   ticks PID [THREAD]      CPU clock ticks (user + system) of the process's
+#                           threads of that name, or of all of them
 # shellcheck shell=bash
 
 need_tools() {
@@ -50,21 +55,34 @@ wait_port() { # port: waits up to 30 s for a listener
   echo "bench: nothing listens on $1" >&2; return 1
 }
 
-start_app() { # port
-  mkdir -p "$WORK/app"
-  cat > "$WORK/app/nginx.conf" <<CONF
+start_nginx() { # name port cpu locations
+  mkdir -p "$WORK/$1"
+  cat > "$WORK/$1/nginx.conf" <<CONF
 daemon off;
 worker_processes 1;
-pid $WORK/app/nginx.pid;
-error_log $WORK/app/error.log warn;
+pid $WORK/$1/nginx.pid;
+error_log $WORK/$1/error.log warn;
 events { worker_connections 4096; }
 http {
-  client_body_temp_path $WORK/app/body;
+  client_body_temp_path $WORK/$1/body;
+  client_max_body_size 64m;
   access_log off;
   keepalive_requests 10000000;
-  server { listen 127.0.0.1:$1; location / { return 200 '{"ok":true}'; } }
+  server { listen 127.0.0.1:$2; $4 }
 }
 CONF
-  taskset -c "${SERVER_CPU:-0}" nginx -e "$WORK/app/error.log" -p "$WORK/app" -c "$WORK/app/nginx.conf" &
+  taskset -c "$3" nginx -e "$WORK/$1/error.log" -p "$WORK/$1" -c "$WORK/$1/nginx.conf" &
   PIDS+=($!)
+}
+
+start_app() { # port
+  start_nginx app "$1" "${SERVER_CPU:-0}" "location / { return 200 '{\"ok\":true}'; }"
+}
+
+ticks() { # pid [thread name]
+  for t in /proc/"$1"/task/*; do
+    if [ -z "${2:-}" ] || [ "$(cat "$t/comm" 2>/dev/null)" = "$2" ]; then
+      awk '{print $14 + $15}' "$t/stat" 2>/dev/null
+    fi
+  done | awk '{s += $1} END {print s + 0}'
 }

@@ -133,13 +133,6 @@ answered() { # admin-port -> forwarded + queued
   curl -s --max-time 5 "http://127.0.0.1:$1/metrics" |
     awk '/^hookgate_requests_total/ && /outcome="(forwarded|queued)"/ {s += $2} END {print s + 0}'
 }
-ticks() { # pid [thread name] -> CPU clock ticks (user + system) of its threads of that name, or all
-  for t in /proc/"$1"/task/*; do
-    if [ -z "${2:-}" ] || [ "$(cat "$t/comm" 2>/dev/null)" = "$2" ]; then
-      awk '{print $14 + $15}' "$t/stat" 2>/dev/null
-    fi
-  done | awk '{s += $1} END {print s + 0}'
-}
 cpu() { # variant -> "main writer syncer redis" ticks now
   local redis=$REDIS_PID
   case $1 in redis-aof*) redis=$AOF_PID ;; esac

@@ -46,26 +46,8 @@ work_dir traces-bench
 
 APP_PORT=$(free_port); REDIS_PORT=$(free_port); OTLP_PORT=$(free_port)
 start_app "$APP_PORT"
-mkdir -p "$WORK/otlp"
-cat > "$WORK/otlp/nginx.conf" <<CONF
-daemon off;
-worker_processes 1;
-pid $WORK/otlp/nginx.pid;
-error_log $WORK/otlp/error.log warn;
-events { worker_connections 1024; }
-http {
-  client_body_temp_path $WORK/otlp/body;
-  client_max_body_size 64m;
-  access_log off;
-  keepalive_requests 10000000;
-  server {
-    listen 127.0.0.1:$OTLP_PORT;
-    location = /v1/traces { default_type application/x-protobuf; return 200 ''; }
-  }
-}
-CONF
-taskset -c "$CLIENT_CPU" nginx -e "$WORK/otlp/error.log" -p "$WORK/otlp" -c "$WORK/otlp/nginx.conf" &
-PIDS+=($!)
+start_nginx otlp "$OTLP_PORT" "$CLIENT_CPU" \
+  "location = /v1/traces { default_type application/x-protobuf; return 200 ''; }"
 taskset -c "$SERVER_CPU" redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --save "" --appendonly no \
   --dir "$WORK" --logfile "$WORK/redis.log" &
 PIDS+=($!)
@@ -120,9 +102,6 @@ stop() {
 metric() { # variant name -> its value now (0 when absent)
   curl -s --max-time 5 "http://127.0.0.1:${ADMIN[$1]}/metrics" |
     awk -v name="$2" '$1 == name {v = $2} /^hookgate_requests_total/ && name == "answered" && /outcome="forwarded"/ {v += $2} END {print v + 0}'
-}
-ticks() { # pid -> CPU clock ticks (user + system) of all its threads
-  for t in /proc/"$1"/task/*; do awk '{print $14 + $15}' "$t/stat" 2>/dev/null; done | awk '{s += $1} END {print s + 0}'
 }
 
 # Every run starts from an empty store, so one pool of fresh events serves them all.

@@ -40,7 +40,7 @@
 use serde::Serialize;
 
 use crate::config::Config;
-use crate::delivery::{Attempt, Claimed, Gated, Steps, trail_attempt};
+use crate::delivery::{Attempt, Claimed, Gated, Steps};
 use crate::envelope::Envelope;
 use crate::forward::Forwarder;
 use crate::metrics::Metrics;
@@ -291,22 +291,9 @@ impl Replayer<'_> {
             },
         };
 
-        let tried = envelope
-            .attempt(
-                &steps,
-                &event,
-                Mode::Replay,
-                envelope.attempts.saturating_add(1),
-            )
-            .await;
+        let tried = envelope.attempt(&steps, &event, Mode::Replay).await;
         let fact = |state: State, dead_letter_id: Option<String>| Fact::Attempted {
-            attempt: trail_attempt(
-                Mode::Replay,
-                tried.outcome,
-                tried.status,
-                tried.elapsed,
-                tried.trace_id.clone(),
-            ),
+            attempt: tried.trail(Mode::Replay),
             state,
             next_attempt_at: None,
             dead_letter_id,

@@ -18,6 +18,7 @@ use crate::traces::{Parent, Span};
 use crate::trail::Mode;
 
 /// How an attempt with a stored envelope went, as the trail records it.
+#[derive(Debug)]
 pub struct Tried {
     pub attempt: Attempt,
     /// The §3 word: `forwarded` when the app answered, else why not.
@@ -26,6 +27,19 @@ pub struct Tried {
     pub elapsed: std::time::Duration,
     /// The attempt's trace id, when it was traced and kept.
     pub trace_id: Option<String>,
+}
+
+impl Tried {
+    /// The attempt as the trail records it, made now by this replica.
+    pub fn trail(&self, mode: Mode) -> crate::trail::Attempt {
+        crate::delivery::trail_attempt(
+            mode,
+            self.outcome,
+            self.status,
+            self.elapsed,
+            self.trace_id.clone(),
+        )
+    }
 }
 
 /// A header value as stored: text when it is UTF-8, base64 otherwise.
@@ -181,16 +195,11 @@ impl Envelope {
     }
 
     /// One attempt at the app with the stored request ([`Steps::attempt`]),
-    /// the `attempt`th of this event in `mode` (queue or replay), traced in
-    /// the trace of the request that brought it; a request that can no
-    /// longer be rebuilt is refused, not retried.
-    pub async fn attempt(
-        &self,
-        steps: &Steps<'_>,
-        event: &Event<'_>,
-        mode: Mode,
-        attempt: u32,
-    ) -> Tried {
+    /// the next of this event, in `mode` (queue or replay), traced in the
+    /// trace of the request that brought it; a request that can no longer be
+    /// rebuilt is refused, not retried.
+    pub async fn attempt(&self, steps: &Steps<'_>, event: &Event<'_>, mode: Mode) -> Tried {
+        let attempt = self.attempts.saturating_add(1);
         let mut span = match steps.traces {
             Some(traces) => traces.delivery(
                 self.trace

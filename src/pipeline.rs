@@ -418,9 +418,7 @@ async fn deliver(
         return finish(state, span, source, Some(&verified), outcome, None);
     }
 
-    let mut forwarding = span.child("POST", Kind::Client);
-    forwarding.word("hookgate.delivery.mode", trail::Mode::Forward.word());
-    forwarding.int("hookgate.delivery.attempt", 1);
+    let mut forwarding = forward_span(&span);
     let attempted = steps
         .attempt(&event, &parts, body.clone(), peer, &mut forwarding)
         .await;
@@ -750,9 +748,7 @@ async fn forward_unchecked(
     span: Span,
 ) -> Response<Body> {
     tracing::warn!(source = %source.name, event_id = %event.event_id, "store unavailable: forwarding without the duplicate check (on_store_error = forward_unchecked)");
-    let mut forwarding = span.child("POST", Kind::Client);
-    forwarding.word("hookgate.delivery.mode", trail::Mode::Forward.word());
-    forwarding.int("hookgate.delivery.attempt", 1);
+    let mut forwarding = forward_span(&span);
     let attempted = steps
         .attempt(event, parts, body, peer, &mut forwarding)
         .await;
@@ -859,6 +855,15 @@ fn mark_status(span: &mut Span, status: http::StatusCode, outcome: &Outcome) {
     } else if status.is_client_error() {
         span.refused(outcome.code());
     }
+}
+
+/// The client span of a forward-mode attempt: the first and only one this
+/// request makes (the sender's retries are requests of their own).
+fn forward_span(request: &Span) -> Span {
+    let mut span = request.child("POST", Kind::Client);
+    span.word("hookgate.delivery.mode", trail::Mode::Forward.word());
+    span.int("hookgate.delivery.attempt", 1);
+    span
 }
 
 /// Records the app's answer (or why there is none) on a client span.

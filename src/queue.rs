@@ -34,7 +34,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Delivery, Source};
-use crate::delivery::{Attempt, Gated, Steps, trail_attempt};
+use crate::delivery::{Attempt, Gated, Steps};
 use crate::envelope::Envelope;
 use crate::state::State;
 use crate::store::{self, Stored, keys};
@@ -443,14 +443,7 @@ impl Job {
             },
         };
 
-        let tried = envelope
-            .attempt(
-                &steps,
-                &event,
-                Mode::Queue,
-                envelope.attempts.saturating_add(1),
-            )
-            .await;
+        let tried = envelope.attempt(&steps, &event, Mode::Queue).await;
         if let Some(settings) = &self.source.breaker {
             // A failure is a 5xx, a timeout or a refused connection; a 429
             // or another 4xx is the app answering.
@@ -469,13 +462,7 @@ impl Job {
             |state: trail::State, next: Option<Duration>, dead: Option<String>| Fact::Attempted {
                 attempt: trail::Attempt {
                     waited: waited.clone(),
-                    ..trail_attempt(
-                        Mode::Queue,
-                        tried.outcome,
-                        tried.status,
-                        tried.elapsed,
-                        tried.trace_id.clone(),
-                    )
+                    ..tried.trail(Mode::Queue)
                 },
                 state,
                 next_attempt_at: next.map(|d| {

@@ -76,10 +76,11 @@ fn assert_clean(spans: &[Span], forbidden: &[&str]) {
     }
 }
 
-async fn events_record(gate: &Hookgate, source: &str, id: &str) -> serde_json::Value {
+/// `GET {path}` on the admin listener with the token, as JSON.
+async fn admin_json(gate: &Hookgate, path: &str) -> serde_json::Value {
     let r = http(
         Method::GET,
-        &format!("{}/events/{source}/{id}", gate.admin_url()),
+        &format!("{}{path}", gate.admin_url()),
         &headers(&[("Authorization", &format!("Bearer {TOKEN}"))]),
         String::new(),
     )
@@ -353,7 +354,7 @@ async fn queue_attempts_and_a_replay_are_client_spans_in_the_trace_of_the_reques
 
     // The trail's attempts carry the trace id.
     let record = crate::support::eventually("the trail's two attempts", || async {
-        let r = events_record(&gate, "q", "q-retried").await;
+        let r = admin_json(&gate, "/events/q/q-retried").await;
         match r["attempts"].as_array() {
             Some(a) if a.len() == 2 => Ok(r),
             _ => Err(r.to_string()),
@@ -371,14 +372,7 @@ async fn queue_attempts_and_a_replay_are_client_spans_in_the_trace_of_the_reques
     gate.send(&q, &refused).await;
     upstream.wait_for(3).await;
     let dead = crate::support::eventually("a dead letter", || async {
-        let r = http(
-            Method::GET,
-            &format!("{}/dlq", gate.admin_url()),
-            &headers(&[("Authorization", &format!("Bearer {TOKEN}"))]),
-            String::new(),
-        )
-        .await;
-        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap_or_default();
+        let v = admin_json(&gate, "/dlq").await;
         match v["entries"]
             .as_array()
             .and_then(|a| a.first())
