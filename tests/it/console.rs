@@ -1,7 +1,8 @@
 //! The console (DESIGN §7b) in a real headless chromium, against the real
 //! binary on a SQLite file: sign-in, dead letters and their replay, finding
 //! an event by id, hostile values shown as text, CSRF and origin checks (the
-//! last with a plain HTTP client carrying the session cookie).
+//! last with a plain HTTP client carrying the session cookie), and an
+//! attempt linked to its trace.
 //!
 //! With `HOOKGATE_CONSOLE_SCREENSHOTS=DIR`, the replay test also writes the
 //! three pages it passes through (overview, an event's page, dead letters)
@@ -708,5 +709,61 @@ async fn delivery_is_paused_and_resumed_from_the_overview() {
         .expect("the event's page");
     let attempts = wait_text(client, "table.attempts", "paused").await;
     assert!(attempts.contains("Waited"), "{attempts}");
+    browser.close().await;
+}
+
+#[tokio::test]
+async fn an_attempt_links_to_its_trace() {
+    let collector = crate::support::collector::Collector::start().await;
+    let app = App::start().await;
+    let backend = Backend::sqlite();
+    let toml = config(&app, &backend, &source("direct", ""))
+        + &format!(
+            "\n[tracing]\notlp_endpoint = \"{}\"\n\
+             trace_url = \"https://traces.example/explore?left=a%20b&traceId={{trace_id}}\"\n",
+            collector.url()
+        );
+    let hookgate = Hookgate::start(&toml).await;
+    let body = r#"{"id":"evt_traced"}"#;
+    assert_eq!(
+        send(&hookgate, "direct", "evt_traced", body, &[]).await,
+        200
+    );
+    let server = collector
+        .wait_for("the request's span", |s| {
+            s.attr("hookgate.event_id") == Some("evt_traced")
+        })
+        .await;
+
+    let admin = hookgate.admin_url();
+    let browser = Browser::start().await;
+    let client = &browser.client;
+    sign_in(client, &admin, ADMIN_TOKEN).await;
+    client
+        .goto(&format!("{admin}/console/events/direct/evt_traced"))
+        .await
+        .expect("the event's page");
+    wait_text(client, "table.attempts", &server.trace_id).await;
+    let link = client
+        .find(Locator::Css("table.attempts td.trace a"))
+        .await
+        .expect("a link to the trace");
+    assert_eq!(
+        link.text().await.expect("link text"),
+        server.trace_id,
+        "the attempt's trace is the request's"
+    );
+    let href = link.attr("href").await.expect("href").unwrap_or_default();
+    assert_eq!(
+        href,
+        format!(
+            "https://traces.example/explore?left=a%20b&traceId={}",
+            server.trace_id
+        )
+    );
+    assert_eq!(
+        link.attr("rel").await.expect("rel").as_deref(),
+        Some("noopener noreferrer")
+    );
     browser.close().await;
 }
