@@ -12,9 +12,10 @@
 //! This file holds [`Config`], its [`Error`] and the entry points; each table
 //! has a room of its own: `server` (`[server]` and `[admin]`), `store`,
 //! `source` (`[[source]]`), `generic` (`[source.generic]`, whose shape rules
-//! are the scheme's `Generic::flaws`, shared with the presets) and `keys`
-//! (the provider-key options and `[source.keys]`). Below them, `raw`
-//! deserializes the file and `check` collects the problems.
+//! are the scheme's `Generic::flaws`, shared with the presets), `keys`
+//! (the provider-key options and `[source.keys]`) and `tracing`
+//! (`[tracing]`). Below them, `raw` deserializes the file and `check`
+//! collects the problems.
 //!
 //! Rules beyond the letter of DESIGN §2:
 //!

@@ -8,8 +8,9 @@
 //!   one room per table under `config/`: `server` (`[server]`, `[admin]`),
 //!   `store`, `source` (`[[source]]`), `generic` (`[source.generic]`), `keys`
 //!   (provider-key options, `[source.keys]`), `secrets` (`secrets`, `verify_token`,
-//!   `[source.resign]`), with `raw` (the serde structs) and `check` (the
-//!   collector that records every problem with its line and field) below them.
+//!   `[source.resign]`), `tracing` (`[tracing]`), with `raw` (the serde
+//!   structs) and `check` (the collector that records every problem with its
+//!   line and field) below them.
 //! - [`route`]: only canonical targets are routed; the longest source path
 //!   the path belongs to (case-insensitive, `.suffix` allowed) picks the `[[source]]`.
 //! - [`allow`]: a source's `allow_ips`, and the client address (after
