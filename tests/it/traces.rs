@@ -172,6 +172,20 @@ async fn a_forwarded_event_is_one_trace_that_the_app_joins_and_a_senders_tracepa
     assert_eq!(forward.attr("server.address"), Some("127.0.0.1"));
     assert!(forward.start_ns >= server.start_ns && forward.end_ns <= server.end_ns);
 
+    // The app's own span joins: the trace is one, connected, root to app.
+    let app_span = collector.post_app_span(&traceparent).await;
+    collector
+        .wait_for("the app's span", |s| s.span_id == app_span)
+        .await;
+    let joined = collector.trace(&trace_id);
+    collector::assert_connected(&joined);
+    let app = joined
+        .iter()
+        .find(|s| s.span_id == app_span)
+        .expect("the app's span");
+    assert_eq!(app.service_name, "app");
+    assert_eq!(app.parent_span_id, forward.span_id);
+
     // The request's log line carries the trace id.
     let line = gate.wait_for_request_log("gh-traced-1", "forwarded").await;
     assert_eq!(line["trace_id"], trace_id.as_str(), "{line}");
@@ -341,6 +355,13 @@ async fn queue_attempts_and_a_replay_are_client_spans_in_the_trace_of_the_reques
         assert_eq!(attempt.attr("hookgate.delivery.mode"), Some("queue"));
         assert_eq!(attempt.attr("hookgate.event_id"), Some("q-retried"));
     }
+    let app_span = collector
+        .post_app_span(&seen[1].header("traceparent"))
+        .await;
+    collector
+        .wait_for("the app's span", |s| s.span_id == app_span)
+        .await;
+    collector::assert_connected(&collector.trace(&server.trace_id));
     let first = attempts
         .iter()
         .find(|s| s.attr("hookgate.delivery.attempt") == Some("1"))
@@ -413,6 +434,19 @@ async fn queue_attempts_and_a_replay_are_client_spans_in_the_trace_of_the_reques
     assert_eq!(replayed.parent_span_id, queued.span_id);
     assert_eq!(replayed.attr("hookgate.delivery.mode"), Some("replay"));
     assert_eq!(replayed.attr("http.response.status_code"), Some("200"));
+    let app_span = collector
+        .post_app_span(&seen[3].header("traceparent"))
+        .await;
+    collector
+        .wait_for("the app's span", |s| s.span_id == app_span)
+        .await;
+    // The refused attempt, the replay and the app's span: one trace.
+    collector
+        .wait_for("the refused attempt", |s| {
+            s.trace_id == queued.trace_id && s.attr("hookgate.delivery.mode") == Some("queue")
+        })
+        .await;
+    collector::assert_connected(&collector.trace(&queued.trace_id));
 }
 
 #[tokio::test]

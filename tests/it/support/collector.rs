@@ -146,6 +146,81 @@ impl Collector {
     }
 }
 
+impl Collector {
+    /// What the app's own OpenTelemetry SDK does with the `traceparent` it
+    /// received: a server span of service `app` whose parent is the span the
+    /// header names, posted to this receiver as an OTLP/HTTP export built
+    /// with the official types. Returns its span id (hex).
+    pub async fn post_app_span(&self, traceparent: &str) -> String {
+        use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue};
+        use opentelemetry_proto::tonic::resource::v1::Resource;
+        use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span as ProtoSpan};
+        let parts: Vec<&str> = traceparent.split('-').collect();
+        let trace_id = hex::decode(parts[1]).expect("trace id");
+        let parent = hex::decode(parts[2]).expect("span id");
+        let span_id: [u8; 8] = rand::random();
+        let request = ExportTraceServiceRequest {
+            resource_spans: vec![ResourceSpans {
+                resource: Some(Resource {
+                    attributes: vec![KeyValue {
+                        key: "service.name".into(),
+                        value: Some(AnyValue {
+                            value: Some(any_value::Value::StringValue("app".into())),
+                        }),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }),
+                scope_spans: vec![ScopeSpans {
+                    spans: vec![ProtoSpan {
+                        trace_id,
+                        span_id: span_id.to_vec(),
+                        parent_span_id: parent,
+                        name: "POST /webhooks".into(),
+                        kind: SERVER,
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+        };
+        let answer = super::http(
+            http::Method::POST,
+            &format!("{}/v1/traces", self.url()),
+            &[(
+                "content-type".to_owned(),
+                "application/x-protobuf".to_owned(),
+            )],
+            request.encode_to_vec(),
+        )
+        .await;
+        assert_eq!(answer.status, 200);
+        hex::encode(span_id)
+    }
+}
+
+/// Asserts that `spans` are one connected trace: one root, and every other
+/// span's parent among them.
+pub fn assert_connected(spans: &[Span]) {
+    let roots: Vec<&Span> = spans
+        .iter()
+        .filter(|s| s.parent_span_id.is_empty())
+        .collect();
+    assert_eq!(roots.len(), 1, "one root:\n{}", describe(spans));
+    for span in spans {
+        assert!(
+            span.parent_span_id.is_empty()
+                || spans.iter().any(|p| p.span_id == span.parent_span_id),
+            "span {} ({}) has its parent outside the trace:\n{}",
+            span.span_id,
+            span.name,
+            describe(spans)
+        );
+        assert_eq!(span.trace_id, roots[0].trace_id);
+    }
+}
+
 /// One line per span, for failure messages.
 pub fn describe(spans: &[Span]) -> String {
     spans
