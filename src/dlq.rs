@@ -336,7 +336,7 @@ impl Replayer<'_> {
         {
             tracing::debug!(source = %envelope.source, event_id = %envelope.event_id, error = %e, "trail write failed");
         }
-        tracing::warn!(source = %envelope.source, event_id = %envelope.event_id, dlq_id = %dead.id, error = %error, "dead letter replay failed; kept");
+        tracing::warn!(source = %envelope.source, event_id = %envelope.event_id, dlq_id = %dead.id, trace_id = tried.trace_id.as_deref(), error = %error, "dead letter replay failed; kept");
         Ok(Replayed::Failed { error, new_id })
     }
 

@@ -212,7 +212,7 @@ impl Envelope {
         if span.recording() {
             span.str("hookgate.source", &self.source);
             span.str("hookgate.event_id", &self.event_id);
-            if let Some(event_type) = &self.event_type {
+            if let Some(event_type) = self.event_type.as_ref().filter(|_| self.type_signed) {
                 span.str("hookgate.event_type", event_type);
             }
         }

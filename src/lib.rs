@@ -257,14 +257,14 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
     {
         tracing::warn!("duplicate counts still unwritten at exit");
     }
-    // Spans of the drain's last requests and deliveries.
-    if let Some(traces) = &state.traces {
-        traces.flush(BEHIND_GRACE).await;
-    }
     let _ = depths.await;
     let _ = store_gauges.await;
     admin_shutdown.cancel();
     let _ = admin.await;
+    // Spans of the drain's last requests, deliveries and replays.
+    if let Some(traces) = &state.traces {
+        traces.flush(BEHIND_GRACE).await;
+    }
     tracing::info!("stopped");
 }
 

@@ -902,7 +902,11 @@ fn finish(
         if let Some(id) = &event_id {
             span.str("hookgate.event_id", id);
         }
-        if let Some(event_type) = verified.and_then(|v| v.event_type.as_deref()) {
+        // The type as stamped: only one the signature covers.
+        let signed_type = verified
+            .filter(|_| source.scheme.signs_event_type())
+            .and_then(|v| v.event_type.as_deref());
+        if let Some(event_type) = signed_type {
             span.str("hookgate.event_type", event_type);
         }
         mark_status(&mut span, status, &outcome);

@@ -28,9 +28,10 @@
 //! - A span that is not kept records nothing, but still has ids: the app
 //!   gets a `traceparent` with the sampled flag off.
 //! - Attributes are names from the OpenTelemetry semantic conventions and
-//!   `hookgate.*`. No secret, signature, header value or body ever becomes
-//!   one; an event id or type is set only from a verified request; text is
-//!   cut to [`MAX_TEXT`] bytes.
+//!   `hookgate.*`. No secret, signature or body ever becomes one, and no
+//!   header value but `Host` (`server.address`); an event id is set only
+//!   from a verified request, an event type only when the signature covers
+//!   it (as `X-Verified-Event-Type`); text is cut to [`MAX_TEXT`] bytes.
 //! - Ending a span hands it to [`export`]'s bounded queue without waiting;
 //!   a full queue drops it and counts it.
 //!
@@ -98,8 +99,8 @@ pub struct Record {
     pub end: u64,
     pub attributes: Vec<(&'static str, Value)>,
     pub dropped_attributes: u32,
-    /// A sender's `traceparent`: (trace id, span id).
-    pub link: Option<([u8; 16], [u8; 8])>,
+    /// A sender's `traceparent`: (trace id, span id, sampled).
+    pub link: Option<([u8; 16], [u8; 8], bool)>,
     /// `Some(description)`: the span failed.
     pub error: Option<Cow<'static, str>>,
     /// Whether the span is kept; one not kept only lends its ids.
@@ -162,7 +163,7 @@ impl Traces {
             record.link = headers
                 .get(TRACEPARENT)
                 .and_then(|v| Parent::parse(v.as_bytes()))
-                .map(|p| (p.trace_id, p.span_id));
+                .map(|p| (p.trace_id, p.span_id, p.sampled));
             span.word("http.request.method", method_word(method));
             span.str("url.path", path);
             if let Some(host) = headers

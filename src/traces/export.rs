@@ -71,9 +71,10 @@ impl Handle {
     pub async fn finish(&self, grace: Duration) {
         self.closing.cancel();
         let task = self.task.lock().ok().and_then(|mut t| t.take());
-        if let Some(task) = task
-            && tokio::time::timeout(grace, task).await.is_err()
+        if let Some(mut task) = task
+            && tokio::time::timeout(grace, &mut task).await.is_err()
         {
+            task.abort();
             tracing::warn!("spans still unexported at exit");
         }
     }
@@ -261,7 +262,11 @@ fn env_headers(
         "OTEL_EXPORTER_OTLP_HEADERS",
     ]
     .into_iter()
-    .find_map(|name| var(name).map(|v| (name, v))) else {
+    .find_map(|name| {
+        var(name)
+            .filter(|v| !v.trim().is_empty())
+            .map(|v| (name, v))
+    }) else {
         return Ok(Vec::new());
     };
     let mut headers = Vec::new();
@@ -365,7 +370,7 @@ mod tests {
         assert_eq!(got[0].0, "x-honeycomb-team");
         assert_eq!(got[0].1, "abc def");
         assert_eq!(got[1].1, "Basic=xyz");
-        // The per-signal variable wins.
+        // The per-signal variable wins, unless it is empty (unset).
         let got = headers(&[
             ("OTEL_EXPORTER_OTLP_HEADERS", "a=1"),
             ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "b=2"),
@@ -373,6 +378,12 @@ mod tests {
         .expect("headers");
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].0, "b");
+        let got = headers(&[
+            ("OTEL_EXPORTER_OTLP_HEADERS", "a=1"),
+            ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", " "),
+        ])
+        .expect("headers");
+        assert_eq!(got[0].0, "a");
         for bad in ["novalue", "a=%zz-secret", "bad name=secret-value"] {
             let e = headers(&[("OTEL_EXPORTER_OTLP_HEADERS", bad)])
                 .expect_err(bad)

@@ -152,12 +152,14 @@ fn span(r: &Record, out: &mut Vec<u8>) {
     if r.dropped_attributes > 0 {
         varint(10, u64::from(r.dropped_attributes), out);
     }
-    if let Some((trace_id, span_id)) = &r.link {
-        // Link: trace_id = 1, span_id = 2, flags = 6.
+    if let Some((trace_id, span_id, sampled)) = &r.link {
+        // Link: trace_id = 1, span_id = 2, flags = 6 (the linked context's
+        // trace flags, and that it is remote).
         header(13, link_len(), out);
         bytes(1, trace_id, out);
         bytes(2, span_id, out);
-        fixed32(6, HAS_IS_REMOTE | IS_REMOTE, out);
+        let flags = if *sampled { SAMPLED } else { 0 };
+        fixed32(6, flags | HAS_IS_REMOTE | IS_REMOTE, out);
     }
     if let Some(message) = &r.error {
         // Status: message = 2, code = 3.
@@ -281,7 +283,7 @@ mod tests {
                 ("hookgate.delivery.attempt", Value::Int(-1)),
             ],
             dropped_attributes: u32::from(n == 2),
-            link: (n == 1).then_some(([0xab; 16], [0xcd; 8])),
+            link: (n == 1).then_some(([0xab; 16], [0xcd; 8], true)),
             error: (n == 3).then_some(Cow::Borrowed("upstream_timeout")),
             sampled: true,
             traces: None,
@@ -379,10 +381,11 @@ mod tests {
             let remote = if want.parent_remote { IS_REMOTE } else { 0 };
             assert_eq!(got.flags, SAMPLED | HAS_IS_REMOTE | remote);
             match &want.link {
-                Some((t, s)) => {
+                Some((t, s, _)) => {
                     assert_eq!(got.links.len(), 1);
                     assert_eq!(&got.links[0].trace_id, t);
                     assert_eq!(&got.links[0].span_id, s);
+                    assert_eq!(got.links[0].flags, SAMPLED | HAS_IS_REMOTE | IS_REMOTE);
                 }
                 None => assert!(got.links.is_empty()),
             }

@@ -94,14 +94,17 @@ async fn a_forwarded_event_is_one_trace_that_the_app_joins_and_a_senders_tracepa
     let collector = Collector::start().await;
     let upstream = Upstream::start().await;
     let github = SourceSpec::github();
+    let stripe = SourceSpec::stripe();
     let toml = ConfigBuilder::new(&upstream.url())
-        .source(github.clone())
+        .sources([github.clone(), stripe.clone()])
         .toml()
         + &tracing_table(&collector, "sample_ratio = 1.0\n");
     let gate = Hookgate::start(&toml).await;
 
     let body = json!({"zen": "traced", "secret_note": "body-marker-7731"});
+    // GitHub's event type is a header its signature does not cover.
     let event = Event::json("gh-traced-1", Some("push"), body)
+        .header("X-GitHub-Event", "push")
         .header("traceparent", &sender_traceparent())
         .header("tracestate", "sender=attacker");
     let signature = github.request_headers(&event);
@@ -143,6 +146,11 @@ async fn a_forwarded_event_is_one_trace_that_the_app_joins_and_a_senders_tracepa
     assert_eq!(server.scope, "hookgate");
     assert_eq!(server.attr("hookgate.source"), Some("github"));
     assert_eq!(server.attr("hookgate.outcome"), Some("forwarded"));
+    assert_eq!(
+        server.attr("hookgate.event_type"),
+        None,
+        "an unsigned type is not vouched for"
+    );
     assert_eq!(server.attr("http.request.method"), Some("POST"));
     assert_eq!(server.attr("http.route"), Some("/webhooks/github"));
     assert_eq!(server.attr("url.path"), Some("/webhooks/github"));
@@ -189,6 +197,21 @@ async fn a_forwarded_event_is_one_trace_that_the_app_joins_and_a_senders_tracepa
     // The request's log line carries the trace id.
     let line = gate.wait_for_request_log("gh-traced-1", "forwarded").await;
     assert_eq!(line["trace_id"], trace_id.as_str(), "{line}");
+
+    // Stripe signs the body that names the type: it is recorded.
+    let invoice = Event::json(
+        "evt_traced_1",
+        Some("invoice.paid"),
+        json!({"id": "evt_traced_1", "type": "invoice.paid"}),
+    );
+    gate.send(&stripe, &invoice).await.assert_app_ok();
+    let paid = collector
+        .wait_for("the Stripe event's span", |s| {
+            s.kind == SERVER && s.attr("hookgate.event_id") == Some("evt_traced_1")
+        })
+        .await;
+    assert_eq!(paid.attr("hookgate.event_type"), Some("invoice.paid"));
+    assert_eq!(paid.name, "POST /webhooks/stripe");
 
     // A copy: a trace of its own, answered by hookgate, no forward span.
     gate.send(&github, &event)
