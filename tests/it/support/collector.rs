@@ -150,7 +150,8 @@ impl Collector {
     /// What the app's own OpenTelemetry SDK does with the `traceparent` it
     /// received: a server span of service `app` whose parent is the span the
     /// header names, posted to this receiver as an OTLP/HTTP export built
-    /// with the official types. Returns its span id (hex).
+    /// with the official types. Returns its span id (hex); the receiver
+    /// holds the span by then (it keeps spans before it answers).
     pub async fn post_app_span(&self, traceparent: &str) -> String {
         use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue};
         use opentelemetry_proto::tonic::resource::v1::Resource;
