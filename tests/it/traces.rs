@@ -182,8 +182,7 @@ async fn a_forwarded_event_is_one_trace_that_the_app_joins_and_a_senders_tracepa
 
     // The app's own span joins: the trace is one, connected, root to app.
     let app_span = collector.post_app_span(&traceparent).await;
-    let joined = collector.trace(&trace_id);
-    collector::assert_connected(&joined);
+    let joined = collector.assert_joined(&trace_id, &app_span);
     let app = joined
         .iter()
         .find(|s| s.span_id == app_span)
@@ -378,13 +377,7 @@ async fn queue_attempts_and_a_replay_are_client_spans_in_the_trace_of_the_reques
     let app_span = collector
         .post_app_span(&seen[1].header("traceparent"))
         .await;
-    let joined = collector.trace(&server.trace_id);
-    collector::assert_connected(&joined);
-    assert!(
-        joined
-            .iter()
-            .any(|s| s.span_id == app_span && s.service_name == "app")
-    );
+    collector.assert_joined(&server.trace_id, &app_span);
     let first = attempts
         .iter()
         .find(|s| s.attr("hookgate.delivery.attempt") == Some("1"))
@@ -466,13 +459,7 @@ async fn queue_attempts_and_a_replay_are_client_spans_in_the_trace_of_the_reques
             s.trace_id == queued.trace_id && s.attr("hookgate.delivery.mode") == Some("queue")
         })
         .await;
-    let joined = collector.trace(&queued.trace_id);
-    collector::assert_connected(&joined);
-    assert!(
-        joined
-            .iter()
-            .any(|s| s.span_id == app_span && s.service_name == "app")
-    );
+    collector.assert_joined(&queued.trace_id, &app_span);
 }
 
 #[tokio::test]

@@ -201,6 +201,23 @@ impl Collector {
     }
 }
 
+impl Collector {
+    /// Asserts that trace `trace_id` is connected (see [`assert_connected`])
+    /// and holds the app's span `app_span`; returns its spans.
+    pub fn assert_joined(&self, trace_id: &str, app_span: &str) -> Vec<Span> {
+        let spans = self.trace(trace_id);
+        assert_connected(&spans);
+        assert!(
+            spans
+                .iter()
+                .any(|s| s.span_id == app_span && s.service_name == "app"),
+            "the app's span {app_span} is not in the trace:\n{}",
+            describe(&spans)
+        );
+        spans
+    }
+}
+
 /// Asserts that `spans` are one connected trace: one root, and every other
 /// span's parent among them.
 pub fn assert_connected(spans: &[Span]) {
