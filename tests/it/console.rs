@@ -739,6 +739,8 @@ async fn an_attempt_links_to_its_trace() {
     let browser = Browser::start().await;
     let client = &browser.client;
     sign_in(client, &admin, ADMIN_TOKEN).await;
+    // Signed in: the overview has loaded, so no navigation is still on its way.
+    wait_text(client, "table.sources", "direct").await;
     client
         .goto(&format!("{admin}/console/events/direct/evt_traced"))
         .await
