@@ -233,6 +233,8 @@ pub struct RedisStore {
     trail_queue: Arc<OnceLock<tokio::sync::mpsc::Sender<crate::store::Note>>>,
     /// Duplicates counted between two trail writes.
     tally: Arc<crate::trail::tally::Tally>,
+    /// The trail's generation last seen, per key prefix (see `trail.rs`).
+    trail_generation: Arc<std::sync::Mutex<std::collections::HashMap<String, i64>>>,
 }
 
 impl RedisStore {
@@ -306,6 +308,7 @@ impl RedisStore {
             timeouts: Arc::new(OnceLock::new()),
             trail_queue: Arc::new(OnceLock::new()),
             tally: Arc::default(),
+            trail_generation: Arc::default(),
         }
     }
 

@@ -81,7 +81,7 @@ async fn held_bytes(store: &Store, gate: &Gate) -> usize {
         Store::Kept(Backend::Redis(redis)) => {
             let mut conn = redis.client();
             redis::cmd("HSTRLEN")
-                .arg("hg:{trail}:facts")
+                .arg("hg:{trail}:facts.0")
                 .arg(format!("gh:{ID}"))
                 .query(&mut conn)
                 .expect("HSTRLEN")
@@ -112,7 +112,7 @@ fn store_size(store: &Store) -> (i64, i64) {
             let mut conn = redis.client();
             let keys: i64 = redis::cmd("DBSIZE").query(&mut conn).expect("DBSIZE");
             let fields: i64 = redis::cmd("HLEN")
-                .arg("hg:{trail}:facts")
+                .arg("hg:{trail}:facts.0")
                 .query(&mut conn)
                 .expect("HLEN");
             (keys, fields)

@@ -659,14 +659,15 @@ async fn hostile_event_ids_become_bounded_keys_end_to_end() {
     let mut conn = redis.client();
     let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut conn).expect("KEYS");
     keys.sort();
-    // The nonces, keyed by the bounded id, and the trail: its index and
-    // its facts, whose members are the bounded ids too.
+    // The nonces, keyed by the bounded id, and the trail's first
+    // generation: its index and its facts, whose members are the bounded
+    // ids too.
     let mut expected: Vec<String> = cases
         .iter()
         .map(|(_, stored)| format!("hookgate:nonce:stripe:{stored}"))
         .chain([
-            "hookgate:{trail}".to_owned(),
-            "hookgate:{trail}:facts".to_owned(),
+            "hookgate:{trail}:index.0".to_owned(),
+            "hookgate:{trail}:facts.0".to_owned(),
         ])
         .collect();
     expected.sort();
@@ -680,7 +681,7 @@ async fn hostile_event_ids_become_bounded_keys_end_to_end() {
     assert_eq!(keys, expected);
     assert!(keys.iter().all(|k| k.len() <= 300), "every key is bounded");
     let mut members: Vec<String> = redis::cmd("HKEYS")
-        .arg("hookgate:{trail}:facts")
+        .arg("hookgate:{trail}:facts.0")
         .query(&mut conn)
         .expect("HKEYS");
     members.sort();

@@ -839,6 +839,192 @@ async fn the_trail_keeps_the_newest_events(store: Store) {
 }
 
 #[tokio::test]
+async fn the_trail_keeps_its_bound_over_many_events_on_memory() {
+    the_trail_keeps_its_bound_over_many_events(Store::memory()).await;
+}
+
+#[tokio::test]
+async fn the_trail_keeps_its_bound_over_many_events_on_sqlite() {
+    the_trail_keeps_its_bound_over_many_events(Store::sqlite()).await;
+}
+
+#[tokio::test]
+async fn the_trail_keeps_its_bound_over_many_events_on_redis() {
+    the_trail_keeps_its_bound_over_many_events(Store::redis()).await;
+}
+
+/// `trail_max_events = 40` and 100 events: the newest 40 always listed
+/// first, newest first; memory and SQLite hold exactly 40. Redis keeps
+/// them in generations (14 of 3 events beside the one written now, 2 at
+/// most): 44 at most, whole generations gone, its keys bounded.
+async fn the_trail_keeps_its_bound_over_many_events(store: Store) {
+    let app = App::start().await;
+    let gate = Gate::start(&store.config(&app, "trail_max_events = 40\n", &source("fw", ""))).await;
+    let admin = gate.admin;
+    for n in 0..100 {
+        let id = format!("k{n:03}");
+        let body = format!("{{\"k\":{n}}}");
+        assert_eq!(gate.send("fw", &id, &body).await.status, 200, "{id}");
+    }
+    let newest: Vec<(String, String)> = (60..100)
+        .rev()
+        .map(|n| ("fw".to_owned(), format!("k{n:03}")))
+        .collect();
+    let redis = matches!(&store, Store::Kept(Backend::Redis(_)));
+    let listed = until("the newest 40 events first", WAIT, || async {
+        let p = page(admin, "?limit=1000").await;
+        let listed = keys(&p);
+        let bounded = if redis {
+            listed.len() <= 14 * 3 + 2
+        } else {
+            listed.len() == 40
+        };
+        if listed.get(..40) == Some(&newest[..]) && bounded {
+            Ok(listed)
+        } else {
+            Err(p.to_string())
+        }
+    })
+    .await;
+    for (_, id) in &listed[40..] {
+        assert!(
+            id.as_str() >= "k057",
+            "only the last generation over: {listed:?}"
+        );
+    }
+    assert_eq!(show(admin, "fw", "k000").await.status, 404);
+    if let Store::Kept(Backend::Redis(redis)) = &store {
+        let mut conn = redis.client();
+        let mut trail: Vec<String> = redis::cmd("KEYS")
+            .arg("hg:{trail}*")
+            .query(&mut conn)
+            .expect("KEYS");
+        trail.sort();
+        // 14 full generations and the one written now, their index and
+        // facts each, and the two counters.
+        assert!(trail.len() <= 2 * 15 + 2, "{trail:?}");
+        assert!(
+            !trail.contains(&"hg:{trail}:facts.0".to_owned()),
+            "{trail:?}"
+        );
+        let current: i64 = redis::cmd("GET")
+            .arg("hg:{trail}:generation")
+            .query(&mut conn)
+            .expect("GET");
+        assert_eq!(current, 100 / 3, "a generation of 3 events each");
+    }
+    gate.stop().await;
+}
+
+#[tokio::test]
+async fn an_event_retried_after_newer_ones_is_listed_once_on_memory() {
+    an_event_retried_after_newer_ones_is_listed_once(Store::memory()).await;
+}
+
+#[tokio::test]
+async fn an_event_retried_after_newer_ones_is_listed_once_on_sqlite() {
+    an_event_retried_after_newer_ones_is_listed_once(Store::sqlite()).await;
+}
+
+#[tokio::test]
+async fn an_event_retried_after_newer_ones_is_listed_once_on_redis() {
+    an_event_retried_after_newer_ones_is_listed_once(Store::redis()).await;
+}
+
+/// An event the app failed (`r1`), twelve newer ones, then the sender's
+/// retry that gets through; and one event (`a1`) copied after twelve
+/// newer ones. On Redis (generations of 3 events) `r1`'s second record
+/// starts in a newer generation than its first, and `a1`'s duplicate moves
+/// its record to the generation written now. Each is listed once, with its
+/// whole story.
+async fn an_event_retried_after_newer_ones_is_listed_once(store: Store) {
+    let app = App::start().await;
+    let gate = Gate::start(&store.config(&app, "trail_max_events = 40\n", &source("fw", ""))).await;
+    let admin = gate.admin;
+    assert_eq!(gate.send("fw", "a1", r#"{"a":1}"#).await.status, 200);
+    app.then_answer(&[500]);
+    assert_eq!(gate.send("fw", "r1", r#"{"r":1}"#).await.status, 500);
+    event_in(admin, "fw", "r1", "released", 1).await;
+    for n in 0..12 {
+        let id = format!("m{n:02}");
+        let body = format!("{{\"m\":{n}}}");
+        assert_eq!(gate.send("fw", &id, &body).await.status, 200, "{id}");
+    }
+    assert_eq!(gate.send("fw", "r1", r#"{"r":1}"#).await.status, 200);
+    let copy = gate.send("fw", "a1", r#"{"a":1}"#).await;
+    assert_eq!(copy.status, 200, "{}", copy.body);
+    assert!(copy.body.contains("duplicate"), "{}", copy.body);
+
+    let r1 = event_in(admin, "fw", "r1", "delivered", 2).await;
+    let outcomes: Vec<Value> = attempts_of(&r1)
+        .iter()
+        .map(|a| a["status"].clone())
+        .collect();
+    assert_eq!(outcomes, [json!(500), json!(200)], "{r1}");
+    event_where(admin, "fw", "a1", "one duplicate", |e| {
+        e["duplicates"] == 1 && e["state"] == "delivered" && attempts_of(e).len() == 1
+    })
+    .await;
+    let listed = until("each event listed once", WAIT, || async {
+        let p = page(admin, "?limit=1000").await;
+        let listed = keys(&p);
+        let once = |id: &str| listed.iter().filter(|(_, i)| i == id).count() == 1;
+        if listed.len() == 14 && once("r1") && once("a1") {
+            Ok(p)
+        } else {
+            Err(p.to_string())
+        }
+    })
+    .await;
+    for event in listed["events"].as_array().expect("events") {
+        if event["event_id"] == "a1" {
+            assert_eq!(event["duplicates"], 1, "{event}");
+        }
+        if event["event_id"] == "r1" {
+            assert_eq!(event["state"], "delivered", "{event}");
+            assert_eq!(attempts_of(event).len(), 2, "{event}");
+        }
+    }
+    // Pages of two walk the same fourteen events, each once.
+    let mut walked = Vec::new();
+    let mut query = "?limit=2".to_owned();
+    for _ in 0..20 {
+        let p = page(admin, &query).await;
+        walked.extend(keys(&p));
+        match p["next"].as_str() {
+            Some(next) => query = format!("?limit=2&before={next}"),
+            None => break,
+        }
+    }
+    assert_eq!(walked, keys(&listed), "paged as listed");
+    if let Store::Kept(Backend::Redis(redis)) = &store {
+        let mut conn = redis.client();
+        let hashes: Vec<String> = redis::cmd("KEYS")
+            .arg("hg:{trail}:facts.*")
+            .query(&mut conn)
+            .expect("KEYS");
+        let mut holding = Vec::new();
+        for hash in &hashes {
+            let held: bool = redis::cmd("HEXISTS")
+                .arg(hash)
+                .arg("fw:a1")
+                .query(&mut conn)
+                .expect("HEXISTS");
+            if held {
+                holding.push(hash.clone());
+            }
+        }
+        assert_eq!(
+            holding.len(),
+            1,
+            "a1's record in one generation: {holding:?}"
+        );
+        assert_ne!(holding[0], "hg:{trail}:facts.0", "moved to a newer one");
+    }
+    gate.stop().await;
+}
+
+#[tokio::test]
 async fn trail_max_events_zero_keeps_no_trail_on_memory() {
     trail_max_events_zero_keeps_no_trail(Store::memory()).await;
 }
@@ -884,10 +1070,11 @@ async fn trail_max_events_zero_keeps_no_trail(store: Store) {
     gate.stop().await;
 }
 
-/// An event an earlier version wrote on Redis (its facts in a list of its
-/// own) is still found by id, listed, and trimmed with its index member.
+/// Events earlier versions wrote on Redis (one index and one facts hash;
+/// before that, a list per event) are still found by id and listed, until
+/// the newest generations hold the bound: then they go, lists and all.
 #[tokio::test]
-async fn events_an_earlier_version_wrote_on_redis_are_still_shown_and_trimmed() {
+async fn events_earlier_versions_wrote_on_redis_are_shown_then_removed() {
     use hookgate::trail::{Attempt, Fact, Mode, State};
     let backend = Backend::redis();
     let Backend::Redis(redis) = &backend else {
@@ -930,25 +1117,40 @@ async fn events_an_earlier_version_wrote_on_redis_are_still_shown_and_trimmed() 
         .arg("hg:{trail}")
         .arg(at)
         .arg("fw:old1")
+        .arg(at + 1)
+        .arg("fw:old2")
         .query(&mut conn)
         .expect("ZADD");
+    let lines: String = facts
+        .iter()
+        .map(|f| serde_json::to_string(f).expect("json") + "\n")
+        .collect();
+    let _: i64 = redis::cmd("HSET")
+        .arg("hg:{trail}:facts")
+        .arg("fw:old2")
+        .arg(lines)
+        .query(&mut conn)
+        .expect("HSET");
 
     let store = Store::Kept(backend);
     let app = App::start().await;
     let gate = Gate::start(&store.config(&app, "trail_max_events = 2\n", &source("fw", ""))).await;
     let admin = gate.admin;
-    let old = show(admin, "fw", "old1").await;
-    assert_eq!(old.status, 200, "{}", old.body);
-    let old = old.json();
-    assert_eq!(old["state"], "delivered", "{old}");
-    assert_eq!(old["event_type"], "invoice.paid", "{old}");
-    assert_eq!(attempts_of(&old)[0]["replica"], "old-pod", "{old}");
+    for id in ["old1", "old2"] {
+        let old = show(admin, "fw", id).await;
+        assert_eq!(old.status, 200, "{id}: {}", old.body);
+        let old = old.json();
+        assert_eq!(old["state"], "delivered", "{old}");
+        assert_eq!(old["event_type"], "invoice.paid", "{old}");
+        assert_eq!(attempts_of(&old)[0]["replica"], "old-pod", "{old}");
+    }
 
-    // Then a third event puts the trail over its bound of two: the oldest,
-    // the earlier version's, goes, list and all.
+    // A bound of two: generations of one event, two of them kept. The
+    // first new event leaves the earlier keys read beside it; the second
+    // fills the second generation, and the earlier keys go.
     for (id, listed) in [
-        ("new1", [("fw", "new1"), ("fw", "old1")]),
-        ("new2", [("fw", "new2"), ("fw", "new1")]),
+        ("new1", vec![("fw", "new1"), ("fw", "old2"), ("fw", "old1")]),
+        ("new2", vec![("fw", "new2"), ("fw", "new1")]),
     ] {
         let body = format!("{{\"n\":\"{id}\"}}");
         assert_eq!(gate.send("fw", id, &body).await.status, 200);
@@ -962,16 +1164,33 @@ async fn events_an_earlier_version_wrote_on_redis_are_still_shown_and_trimmed() 
         })
         .await;
     }
-    assert_eq!(show(admin, "fw", "old1").await.status, 404);
+    for id in ["old1", "old2"] {
+        assert_eq!(show(admin, "fw", id).await.status, 404, "{id}");
+    }
     let Store::Kept(Backend::Redis(redis)) = &store else {
         unreachable!("a Redis backend")
     };
     let mut conn = redis.client();
-    let left: i64 = redis::cmd("EXISTS")
-        .arg("hg:{trail}:fw:old1")
-        .query(&mut conn)
-        .expect("EXISTS");
-    assert_eq!(left, 0, "the earlier version's list went with its member");
+    until("the earlier keys removed", WAIT, || {
+        let found: Vec<String> = redis::cmd("KEYS")
+            .arg("hg:{trail}*")
+            .query(&mut conn)
+            .expect("KEYS");
+        let earlier: Vec<String> = found
+            .into_iter()
+            .filter(|k| {
+                ["hg:{trail}", "hg:{trail}:facts", "hg:{trail}:fw:old1"].contains(&k.as_str())
+            })
+            .collect();
+        async move {
+            if earlier.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("{earlier:?}"))
+            }
+        }
+    })
+    .await;
     gate.stop().await;
 }
 

@@ -1,28 +1,45 @@
-//! The trail on Redis (DESIGN §7a), shared by every replica.
+//! The trail on Redis (DESIGN §7a), shared by every replica, kept in
+//! generations so that its bound costs nothing per event:
 //!
-//! - `{prefix}:{trail}:facts`: a hash from `{source}:{event_id}` to the
+//! - `{prefix}:{trail}:facts.{n}`: a hash from `{source}:{event_id}` to the
 //!   event's facts, one JSON line each ([`crate::trail::lines_of`]);
-//! - `{prefix}:{trail}`: a sorted set of the same members scored by the
-//!   time the event was received, trimmed to `trail_max_events` (a member
-//!   trimmed takes its facts with it).
+//! - `{prefix}:{trail}:index.{n}`: a sorted set of the same members scored
+//!   by the time the event was received;
+//! - `{prefix}:{trail}:generation`: `n` of the generation written now;
+//!   `{prefix}:{trail}:oldest`: the oldest generation kept.
 //!
-//! Both share the `{trail}` hash tag: one Cluster slot, so one script
-//! sees the index and the facts together. An event costs Redis one hash
-//! field and one index member: no key, no expiry of its own (the bound is
-//! the index's). Earlier versions kept an event's facts in a list of its
-//! own, `{prefix}:{trail}:{source}:{event_id}`, expiring 30 days after its
-//! last fact; those are still read, and trimmed with their member.
+//! A generation holds [`shape`]'s `size` events; when the one written now
+//! is full, the next one starts and the generations older than the newest
+//! `kept` full ones go whole (`UNLINK`, freed off Redis's main thread).
+//! `kept × size ≥ trail_max_events`, so the newest `trail_max_events`
+//! events are always held, and fewer than two generations more (`2 ×
+//! trail_max_events / 16`). Nothing is trimmed event by event.
+//!
+//! Every key shares the `{trail}` hash tag: one Cluster slot, so a script
+//! sees them together. An event's record lives in one generation: facts
+//! appended to an event held in an older one move it, with its score, to
+//! the one written now. The one exception is a nonce commit that records
+//! an event again (a sender's retry after a release) after its generation
+//! passed: its new record starts in the newer generation, and readers
+//! join the two, oldest first, and list the event once.
+//!
+//! Versions before generations kept one index, `{prefix}:{trail}`, and one
+//! facts hash, `{prefix}:{trail}:facts`, and before that a list per event,
+//! `{prefix}:{trail}:{source}:{event_id}`. They are read as the generation
+//! before the first (a suffix with no `:` never names such a list) and
+//! removed, lists included, once the newest `kept` generations are full.
 //!
 //! Two ways in:
 //! - a nonce commit on one node carries the event's facts in its own
 //!   pipelined round trip ([`RedisStore::commit_noting`]): `HSETNX` of the
-//!   facts and `ZADD NX` of the member before the commit's `SET`, and a
-//!   `ZCARD`; an event already held (a sender's retry after a release)
-//!   and an index over its bound are left to the writer task;
+//!   facts and `ZADD NX` of the member into the generation it last saw,
+//!   then `ZCARD` of that index and the current and oldest generations;
+//!   when that index is full it starts the next generation ([`ROLL_LUA`],
+//!   one more round trip once per `size` events); an event already held
+//!   is left to the writer task;
 //! - every other note goes through one queue and one task that writes
 //!   them in the order they were noted, as many as have queued up in one
-//!   call of [`WRITE_LUA`] (appends, index, trim): an event's facts never
-//!   overtake each other.
+//!   call of [`WRITE`]: an event's facts never overtake each other.
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -34,46 +51,147 @@ use super::RedisStore;
 use crate::store::{Error, Note};
 use crate::trail::{Cursor, Fact, Stored, facts_of, lines_of};
 
-/// Appends facts, indexes new events and trims the index, for a batch of
-/// notes in order. KEYS[1] = the index, KEYS[2] = the facts hash; ARGV[1]
-/// = the bound, ARGV[2] = the prefix of the lists of earlier versions,
-/// ARGV[3] = [`crate::trail::COMPACT_BYTES`], then per note: the received
-/// time (`""` for a note without a `Received` fact: appended only to an
-/// event already held), the member, the lines. Returns the members whose
-/// facts grew past ARGV[3], for the writer to fold ([`COMPACT_LUA`]).
-const WRITE_LUA: &str = r"
-local held
-local long = {}
-local limit = tonumber(ARGV[3])
-for i = 4, #ARGV, 3 do
-  local at, m, lines = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  if at ~= '' then
-    if redis.call('HSETNX', KEYS[2], m, lines) == 0 then
-      held = redis.call('HGET', KEYS[2], m) .. lines
-      redis.call('HSET', KEYS[2], m, held)
-      if #held > limit then long[#long + 1] = m end
+/// Full generations kept besides the one written now, at most.
+const GENERATIONS: usize = 16;
+/// Generations a reader or a roll looks at, at most, whatever the keys say.
+const REACH: i64 = 64;
+
+/// `(kept, size)` for a bound of `max` events: `kept` full generations of
+/// `size` events, at most [`GENERATIONS`] of them, the fewest with
+/// `kept × size ≥ max` (less than `size` over it).
+fn shape(max: usize) -> (i64, i64) {
+    let size = max.max(1).div_ceil(GENERATIONS);
+    let kept = max.max(1).div_ceil(size);
+    (
+        i64::try_from(kept).unwrap_or(1),
+        i64::try_from(size).unwrap_or(i64::MAX),
+    )
+}
+
+/// `roll(n)`: starts generation `n + 1` when `n` is the current one and its
+/// index holds `size` events or more, removes the generations older than
+/// the newest `kept`, and the earlier versions' keys once the newest `kept`
+/// are all generations. Returns the current generation. KEYS[1] = the
+/// generation key, KEYS[2] = the oldest key; ARGV[1] = the keys' base
+/// (`{prefix}:{trail}:`), ARGV[2] = `size`, ARGV[3] = `kept`.
+const ROLL_FN: &str = r"
+local base, size, kept = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local retired = 0
+local function roll(n)
+  local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
+  if cur ~= n or redis.call('ZCARD', base .. 'index.' .. n) < size then return cur end
+  redis.call('SET', KEYS[1], n + 1)
+  local oldest = tonumber(redis.call('GET', KEYS[2]) or '-1')
+  local keep = n + 1 - kept
+  if keep > oldest then
+    for g = math.max(oldest, keep - 64), keep - 1 do
+      if g >= 0 then
+        redis.call('UNLINK', base .. 'facts.' .. g, base .. 'index.' .. g)
+      end
     end
-    redis.call('ZADD', KEYS[1], 'NX', at, m)
-  else
-    held = redis.call('HGET', KEYS[2], m)
-    if held then
-      held = held .. lines
-      redis.call('HSET', KEYS[2], m, held)
-      if #held > limit then long[#long + 1] = m end
-    end
+    redis.call('SET', KEYS[2], keep)
+    oldest = keep
   end
-end
-local over = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[1])
-if over > 0 then
-  local old = redis.call('ZPOPMIN', KEYS[1], over)
-  for j = 1, #old, 2 do
-    redis.call('HDEL', KEYS[2], old[j])
-    redis.call('DEL', ARGV[2] .. old[j])
+  if oldest >= 0 and redis.call('EXISTS', string.sub(base, 1, -2), base .. 'facts') > 0 then
+    retired = 1
   end
+  return n + 1
 end
-return long
 ";
-static WRITE: LazyLock<Script> = LazyLock::new(|| Script::new(WRITE_LUA));
+
+/// Starts the next generation when generation ARGV[4] is full ([`ROLL_FN`]);
+/// returns `{current generation, 1 when the earlier versions' keys are left
+/// to remove}`.
+static ROLL: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        "{ROLL_FN}\nlocal cur = roll(tonumber(ARGV[4]))\nreturn {{cur, retired}}"
+    ))
+});
+
+/// Writes a batch of notes in order into the current generation, then
+/// starts the next one when it is full ([`ROLL_FN`]). ARGV[4] =
+/// [`crate::trail::COMPACT_BYTES`], then per note: the received time (`""`
+/// for a note without a `Received` fact: appended only to an event already
+/// held), the member, the lines. A note for an event held in an older
+/// generation moves its record here, score and all. Returns `{the facts key
+/// written, the members whose facts grew past ARGV[4], 1 when the earlier
+/// versions' keys are left to remove}`, for the writer to fold
+/// ([`COMPACT_LUA`]) and remove.
+const WRITE_BODY: &str = r"
+local n = tonumber(redis.call('GET', KEYS[1]) or '0')
+local oldest = tonumber(redis.call('GET', KEYS[2]) or '-1')
+local limit = tonumber(ARGV[4])
+local facts, index = base .. 'facts.' .. n, base .. 'index.' .. n
+local long = {}
+-- The event's record in an older generation, taken out of it: its text
+-- and score, or nil.
+local function take(m)
+  for g = n - 1, math.max(oldest, n - 64, 0), -1 do
+    local text = redis.call('HGET', base .. 'facts.' .. g, m)
+    if text then
+      local at = redis.call('ZSCORE', base .. 'index.' .. g, m)
+      redis.call('HDEL', base .. 'facts.' .. g, m)
+      redis.call('ZREM', base .. 'index.' .. g, m)
+      return text, at
+    end
+  end
+  if oldest >= 0 then return nil end
+  local old = string.sub(base, 1, -2)
+  local at = redis.call('ZSCORE', old, m)
+  local text = redis.call('HGET', base .. 'facts', m)
+  if not text then
+    local listed = redis.call('LRANGE', base .. m, 0, -1)
+    if #listed > 0 then text = table.concat(listed, '\n') .. '\n' end
+  end
+  if text then
+    redis.call('HDEL', base .. 'facts', m)
+    redis.call('ZREM', old, m)
+    redis.call('DEL', base .. m)
+  end
+  return text, at
+end
+for i = 5, #ARGV, 3 do
+  local at, m, lines = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local held = redis.call('HGET', facts, m)
+  if not held then
+    local text, score = take(m)
+    if text then
+      held = text
+      if score then at = score end
+    end
+  end
+  if held then
+    held = held .. lines
+    if #held > limit then long[#long + 1] = m end
+  elseif at ~= '' then
+    held = lines
+  end
+  if held then
+    redis.call('HSET', facts, m, held)
+    if at ~= '' then redis.call('ZADD', index, 'NX', at, m) end
+  end
+end
+roll(n)
+return {facts, long, retired}
+";
+static WRITE_SOURCE: LazyLock<String> = LazyLock::new(|| format!("{ROLL_FN}\n{WRITE_BODY}"));
+static WRITE: LazyLock<Script> = LazyLock::new(|| Script::new(&WRITE_SOURCE));
+
+/// Removes generation ARGV[2]'s keys unless it is between the oldest and
+/// the current one (a commit wrote into a generation already removed, or
+/// not started: its keys would never be removed otherwise). KEYS as
+/// [`ROLL_FN`]; ARGV[1] = the base.
+const DROP_LUA: &str = r"
+local n = tonumber(ARGV[2])
+local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
+local oldest = tonumber(redis.call('GET', KEYS[2]) or '-1')
+if n > cur or n < oldest then
+  redis.call('UNLINK', ARGV[1] .. 'facts.' .. n, ARGV[1] .. 'index.' .. n)
+  return 1
+end
+return 0
+";
+static DROP: LazyLock<Script> = LazyLock::new(|| Script::new(DROP_LUA));
 
 /// Replaces an event's facts with their fold, unless they changed since
 /// they were read (another replica appended: its own write asks for a fold
@@ -91,8 +209,10 @@ static COMPACT: LazyLock<Script> = LazyLock::new(|| Script::new(COMPACT_LUA));
 /// Facts waiting for the writer task at most; beyond it a fact is dropped
 /// (logged at debug level), never waited for.
 const QUEUE: usize = 65_536;
-/// Notes one call of [`WRITE_LUA`] carries at most.
+/// Notes one call of [`WRITE`] carries at most.
 const BATCH: usize = 256;
+/// Members of the earlier versions' index removed per round trip.
+const RETIRE_BATCH: isize = 512;
 
 /// Writes what the queue holds, in order, until every sender is gone.
 async fn drain(store: RedisStore, mut queue: mpsc::Receiver<Note>) {
@@ -110,17 +230,34 @@ async fn drain(store: RedisStore, mut queue: mpsc::Receiver<Note>) {
     }
 }
 
-fn index_key(prefix: &str) -> String {
-    format!("{prefix}:{{trail}}")
-}
-
-fn facts_key(prefix: &str) -> String {
-    format!("{prefix}:{{trail}}:facts")
-}
-
-/// The prefix of an earlier version's per-event lists.
-fn list_prefix(prefix: &str) -> String {
+/// `{prefix}:{trail}:`, the start of every key of the trail.
+fn base(prefix: &str) -> String {
     format!("{prefix}:{{trail}}:")
+}
+
+fn generation_key(prefix: &str) -> String {
+    format!("{prefix}:{{trail}}:generation")
+}
+
+fn oldest_key(prefix: &str) -> String {
+    format!("{prefix}:{{trail}}:oldest")
+}
+
+fn facts_key(prefix: &str, n: i64) -> String {
+    format!("{prefix}:{{trail}}:facts.{n}")
+}
+
+fn index_key(prefix: &str, n: i64) -> String {
+    format!("{prefix}:{{trail}}:index.{n}")
+}
+
+/// The earlier versions' index, facts hash, and the prefix of their lists.
+fn earlier_keys(prefix: &str) -> (String, String, String) {
+    (
+        format!("{prefix}:{{trail}}"),
+        format!("{prefix}:{{trail}}:facts"),
+        format!("{prefix}:{{trail}}:"),
+    )
 }
 
 fn member(source: &str, event_id: &str) -> String {
@@ -135,12 +272,38 @@ fn received_at(note: &Note) -> Option<i64> {
     })
 }
 
-/// An event's facts from the hash, or else from an earlier version's list.
-fn facts_from(hashed: Option<String>, listed: &[String]) -> Option<Vec<Fact>> {
-    match hashed {
-        Some(text) => Some(facts_of(&text)),
-        None if !listed.is_empty() => Some(listed.iter().flat_map(|l| facts_of(l)).collect()),
-        None => None,
+/// Where a reader looks: the generations from the oldest kept to the
+/// current one (at most [`REACH`]), oldest first, and whether the earlier
+/// versions' keys are still read.
+struct Layout {
+    generations: std::ops::RangeInclusive<i64>,
+    earlier: bool,
+}
+
+impl Layout {
+    /// The index keys, oldest first, each with its rank (0 = the earlier
+    /// versions').
+    fn indexes(&self, prefix: &str) -> Vec<(String, i64)> {
+        let mut out = Vec::new();
+        if self.earlier {
+            out.push((earlier_keys(prefix).0, 0));
+        }
+        out.extend(
+            self.generations
+                .clone()
+                .map(|n| (index_key(prefix, n), n + 1)),
+        );
+        out
+    }
+
+    /// The facts hashes in the order of [`Layout::indexes`].
+    fn hashes(&self, prefix: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.earlier {
+            out.push(earlier_keys(prefix).1);
+        }
+        out.extend(self.generations.clone().map(|n| facts_key(prefix, n)));
+        out
     }
 }
 
@@ -185,11 +348,31 @@ impl RedisStore {
         }
     }
 
+    /// The generation this replica last saw for `prefix`'s trail.
+    fn seen_generation(&self, prefix: &str) -> i64 {
+        self.trail_generation
+            .lock()
+            .map_or(0, |seen| seen.get(prefix).copied().unwrap_or(0))
+    }
+
+    fn see_generation(&self, prefix: &str, n: i64) {
+        if let Ok(mut seen) = self.trail_generation.lock() {
+            match seen.get_mut(prefix) {
+                Some(held) => *held = n,
+                None => {
+                    seen.insert(prefix.to_owned(), n);
+                }
+            }
+        }
+    }
+
     /// Marks the nonce `key` done for `ttl` with `note`'s facts in the same
     /// pipelined round trip (written first, so a copy of the event that
-    /// finds it done finds its trail too). What that round trip cannot do
-    /// goes to the writer task: appending to an event already held, and
-    /// trimming an index it found over its bound. Where one round trip
+    /// finds it done finds its trail too), into the generation this replica
+    /// last saw. When that generation is full it starts the next one, and
+    /// when it was not one readers look at (removed meanwhile) it removes
+    /// what it wrote there and leaves the facts to the writer task, as it
+    /// does appending to an event already held. Where one round trip
     /// cannot carry both writes (a cluster: the trail's keys have their
     /// own slot; a replicated write: its `WAIT` runs on a lane) the whole
     /// note goes to the writer task, queued before the commit is sent.
@@ -201,14 +384,16 @@ impl RedisStore {
             self.trail_note(note);
             return self.commit(key, ttl).await;
         };
+        let prefix = note.prefix.as_str();
         let m = member(&note.source, &note.event_id);
+        let n = self.seen_generation(prefix);
         let mut pipe = redis::pipe();
         pipe.cmd("HSETNX")
-            .arg(facts_key(&note.prefix))
+            .arg(facts_key(prefix, n))
             .arg(&m)
             .arg(lines_of(&note.facts));
         pipe.cmd("ZADD")
-            .arg(index_key(&note.prefix))
+            .arg(index_key(prefix, n))
             .arg("NX")
             .arg(at)
             .arg(&m)
@@ -219,24 +404,109 @@ impl RedisStore {
             .arg("PX")
             .arg(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX))
             .ignore();
-        pipe.cmd("ZCARD").arg(index_key(&note.prefix));
-        let (added, held): (bool, usize) = self.query_pipeline(&pipe).await?;
-        if !added {
+        pipe.cmd("ZCARD").arg(index_key(prefix, n));
+        pipe.cmd("GET").arg(generation_key(prefix));
+        pipe.cmd("GET").arg(oldest_key(prefix));
+        let (added, held, current, oldest): (bool, i64, Option<i64>, Option<i64>) =
+            self.query_pipeline(&pipe).await?;
+        let (current, oldest) = (current.unwrap_or(0), oldest.unwrap_or(-1));
+        self.see_generation(prefix, current);
+        if n > current || n < oldest {
+            if let Err(e) = self.trail_drop(prefix, n).await {
+                tracing::debug!(error = %e, "trail: removing a stray generation failed");
+            }
+            self.trail_note(note);
+        } else if !added {
             // Held already: appended in order by the writer.
             self.trail_note(note);
-        } else if held > note.max {
-            // An empty note: the writer's script trims the index.
-            self.trail_note(Note {
-                facts: Vec::new(),
-                ..note
-            });
+        } else if n == current && held >= shape(note.max).1 {
+            self.trail_roll(prefix, n, note.max).await;
         }
         Ok(())
     }
 
-    /// Writes `batch` in order: one call of [`WRITE_LUA`] per run of notes
-    /// that share a prefix and a bound; then folds the events it found too
-    /// long.
+    /// Starts the generation after `n` when `n` is current and full
+    /// ([`ROLL`]); removes the earlier versions' keys when it is their turn.
+    async fn trail_roll(&self, prefix: &str, n: i64, max: usize) {
+        let (kept, size) = shape(max);
+        let keys = [generation_key(prefix), oldest_key(prefix)];
+        let args = [
+            base(prefix),
+            size.to_string(),
+            kept.to_string(),
+            n.to_string(),
+        ];
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let args: Vec<&[u8]> = args.iter().map(String::as_bytes).collect();
+        match self.eval::<(i64, i64)>(&ROLL, &keys, &args).await {
+            Ok((current, retired)) => {
+                self.see_generation(prefix, current);
+                if retired == 1 {
+                    self.spawn_retire(prefix);
+                }
+            }
+            Err(e) => tracing::debug!(error = %e, "trail: starting a generation failed"),
+        }
+    }
+
+    /// Removes generation `n` unless readers look at it ([`DROP`]).
+    async fn trail_drop(&self, prefix: &str, n: i64) -> Result<(), Error> {
+        let keys = [generation_key(prefix), oldest_key(prefix)];
+        let args = [base(prefix), n.to_string()];
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let args: Vec<&[u8]> = args.iter().map(String::as_bytes).collect();
+        let _: i64 = self.eval(&DROP, &keys, &args).await?;
+        Ok(())
+    }
+
+    /// Removes the earlier versions' keys, lists included, in round trips
+    /// of [`RETIRE_BATCH`] members, off the request's path.
+    fn spawn_retire(&self, prefix: &str) {
+        let store = self.clone();
+        let prefix = prefix.to_owned();
+        tokio::spawn(async move {
+            if let Err(e) = store.trail_retire(&prefix).await {
+                tracing::debug!(error = %e, "trail: removing the earlier layout failed");
+            }
+        });
+    }
+
+    async fn trail_retire(&self, prefix: &str) -> Result<(), Error> {
+        let (index, facts, lists) = earlier_keys(prefix);
+        let held: isize = self.query(redis::cmd("ZCARD").arg(&index)).await?;
+        // Bounded by what the index held when this started.
+        for _ in 0..=held / RETIRE_BATCH {
+            let members: Vec<String> = self
+                .query(
+                    redis::cmd("ZRANGE")
+                        .arg(&index)
+                        .arg(0)
+                        .arg(RETIRE_BATCH - 1),
+                )
+                .await?;
+            if members.is_empty() {
+                break;
+            }
+            let mut pipe = redis::pipe();
+            let unlink = pipe.cmd("UNLINK");
+            for m in &members {
+                unlink.arg(format!("{lists}{m}"));
+            }
+            pipe.ignore();
+            pipe.cmd("HDEL").arg(&facts).arg(&members).ignore();
+            pipe.cmd("ZREM").arg(&index).arg(&members).ignore();
+            let () = self.query_pipeline(&pipe).await?;
+        }
+        let _: i64 = self
+            .query(redis::cmd("UNLINK").arg(&index).arg(&facts))
+            .await?;
+        Ok(())
+    }
+
+    /// Writes `batch` in order: one call of [`WRITE`] per run of notes that
+    /// share a prefix and a bound (a note without facts only starts the
+    /// next generation when the current one is full); then folds the events
+    /// it found too long.
     async fn trail_batch(&self, batch: &[Note]) -> Result<(), Error> {
         let mut pipe = redis::pipe();
         let mut run: Option<redis::Cmd> = None;
@@ -248,13 +518,15 @@ impl RedisStore {
                 if let Some(cmd) = run.take() {
                     pipe.add_command(cmd);
                 }
+                let (kept, size) = shape(note.max);
                 let mut cmd = redis::cmd("EVALSHA");
                 cmd.arg(WRITE.get_hash())
                     .arg(2)
-                    .arg(index_key(&note.prefix))
-                    .arg(facts_key(&note.prefix))
-                    .arg(note.max)
-                    .arg(list_prefix(&note.prefix))
+                    .arg(generation_key(&note.prefix))
+                    .arg(oldest_key(&note.prefix))
+                    .arg(base(&note.prefix))
+                    .arg(size)
+                    .arg(kept)
                     .arg(crate::trail::COMPACT_BYTES);
                 run = Some(cmd);
                 run_of = Some(this);
@@ -272,34 +544,36 @@ impl RedisStore {
         if let Some(cmd) = run.take() {
             pipe.add_command(cmd);
         }
-        let long: Vec<Vec<String>> = match self.query_pipeline(&pipe).await {
+        let written: Vec<(String, Vec<String>, i64)> = match self.query_pipeline(&pipe).await {
             Err(e) if e.to_string().to_ascii_lowercase().contains("noscript") => {
                 let _: String = self
-                    .query(redis::cmd("SCRIPT").arg("LOAD").arg(WRITE_LUA))
+                    .query(redis::cmd("SCRIPT").arg("LOAD").arg(WRITE_SOURCE.as_str()))
                     .await?;
                 self.query_pipeline(&pipe).await?
             }
             other => other?,
         };
-        for (prefix, members) in prefixes.into_iter().zip(long) {
+        for (prefix, (key, members, retired)) in prefixes.into_iter().zip(written) {
             for m in members {
-                self.trail_compact(prefix, &m).await?;
+                self.trail_compact(&key, &m).await?;
+            }
+            if retired == 1 {
+                self.spawn_retire(prefix);
             }
         }
         Ok(())
     }
 
-    /// Folds one event's facts into one `summary` line, unless another
-    /// replica appended in between.
-    async fn trail_compact(&self, prefix: &str, m: &str) -> Result<(), Error> {
-        let key = facts_key(prefix);
-        let text: Option<String> = self.query(redis::cmd("HGET").arg(&key).arg(m)).await?;
+    /// Folds one event's facts in the hash `key` into one `summary` line,
+    /// unless another replica appended in between.
+    async fn trail_compact(&self, key: &str, m: &str) -> Result<(), Error> {
+        let text: Option<String> = self.query(redis::cmd("HGET").arg(key).arg(m)).await?;
         let Some(folded) = text.as_deref().and_then(crate::trail::compact) else {
             return Ok(());
         };
         let Some(text) = text else { return Ok(()) };
         let args: [&[u8]; 3] = [m.as_bytes(), text.as_bytes(), folded.as_bytes()];
-        let _: i64 = self.eval(&COMPACT, &[&key], &args).await?;
+        let _: i64 = self.eval(&COMPACT, &[key], &args).await?;
         Ok(())
     }
 
@@ -322,39 +596,62 @@ impl RedisStore {
         self.trail_batch(std::slice::from_ref(&item)).await
     }
 
+    /// Which generations readers look at now.
+    async fn trail_layout(&self, prefix: &str) -> Result<Layout, Error> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("GET").arg(generation_key(prefix));
+        pipe.cmd("GET").arg(oldest_key(prefix));
+        let (current, oldest): (Option<i64>, Option<i64>) = self.query_pipeline(&pipe).await?;
+        let (current, oldest) = (current.unwrap_or(0), oldest.unwrap_or(-1));
+        Ok(Layout {
+            generations: oldest.max(current - REACH).max(0)..=current,
+            earlier: oldest < 0,
+        })
+    }
+
     pub async fn trail_get(
         &self,
         prefix: &str,
         source: &str,
         event_id: &str,
     ) -> Result<Option<crate::trail::Summary>, Error> {
+        let layout = self.trail_layout(prefix).await?;
         let m = member(source, event_id);
         let mut pipe = redis::pipe();
-        pipe.cmd("HGET").arg(facts_key(prefix)).arg(&m);
-        pipe.cmd("LRANGE")
-            .arg(format!("{}{m}", list_prefix(prefix)))
-            .arg(0)
-            .arg(-1);
-        let (hashed, listed): (Option<String>, Vec<String>) = self.query_pipeline(&pipe).await?;
-        Ok(facts_from(hashed, &listed).and_then(crate::trail::Summary::fold))
+        for hash in layout.hashes(prefix) {
+            pipe.cmd("HGET").arg(hash).arg(&m);
+        }
+        let texts: Vec<Option<String>> = self.query_pipeline(&pipe).await?;
+        let listed = if layout.earlier && texts.first().is_some_and(Option::is_none) {
+            let lists = earlier_keys(prefix).2;
+            self.query(
+                redis::cmd("LRANGE")
+                    .arg(format!("{lists}{m}"))
+                    .arg(0)
+                    .arg(-1),
+            )
+            .await?
+        } else {
+            Vec::new()
+        };
+        Ok(joined(&texts, &listed).and_then(crate::trail::Summary::fold))
     }
 
-    /// Up to `count` events received before `before`, newest first. Members
-    /// of one millisecond come in reverse order of `source:event_id`.
-    pub async fn trail_scan(
+    /// Up to `count` members of index `key` before `before` (a score and a
+    /// member), newest first; members of one millisecond in reverse order.
+    async fn index_page(
         &self,
-        prefix: &str,
-        before: Option<&Cursor>,
+        key: &str,
+        before: Option<&(i64, String)>,
         count: usize,
-    ) -> Result<Vec<Stored>, Error> {
-        let max = before.map_or("+inf".to_owned(), |c| c.received_ms.to_string());
-        let after = before.map(|c| member(&c.source, &c.event_id));
+    ) -> Result<Vec<(String, i64)>, Error> {
+        let max = before.map_or("+inf".to_owned(), |c| c.0.to_string());
         let mut out = Vec::new();
         let mut offset = 0usize;
         while out.len() < count {
             let page = count.saturating_sub(out.len()).max(16);
             let mut cmd = redis::cmd("ZREVRANGEBYSCORE");
-            cmd.arg(index_key(prefix))
+            cmd.arg(key)
                 .arg(&max)
                 .arg("-inf")
                 .arg("WITHSCORES")
@@ -364,68 +661,157 @@ impl RedisStore {
             let members: Vec<(String, f64)> = self.query(&cmd).await?;
             let n = members.len();
             offset += n;
-            let wanted: Vec<(String, i64)> = members
-                .into_iter()
-                .map(|(m, score)| (m, score as i64))
-                .filter(|(m, score)| match (&after, before) {
-                    (Some(a), Some(c)) if *score == c.received_ms => m < a,
-                    _ => true,
-                })
-                .collect();
-            if !wanted.is_empty() {
-                let mut hmget = redis::cmd("HMGET");
-                hmget.arg(facts_key(prefix));
-                for (m, _) in &wanted {
-                    hmget.arg(m);
-                }
-                let hashed: Vec<Option<String>> = self.query(&hmget).await?;
-                // Events an earlier version wrote: their lists, in a second
-                // round trip, only when there are any.
-                let mut pipe = redis::pipe();
-                for ((m, _), text) in wanted.iter().zip(&hashed) {
-                    if text.is_none() {
-                        pipe.cmd("LRANGE")
-                            .arg(format!("{}{m}", list_prefix(prefix)))
-                            .arg(0)
-                            .arg(-1);
-                    }
-                }
-                let mut lists: std::vec::IntoIter<Vec<String>> =
-                    if hashed.iter().any(Option::is_none) {
-                        self.query_pipeline::<Vec<Vec<String>>>(&pipe)
-                            .await?
-                            .into_iter()
-                    } else {
-                        Vec::new().into_iter()
-                    };
-                for ((m, score), hashed) in wanted.into_iter().zip(hashed) {
-                    let listed = match hashed {
-                        Some(_) => Vec::new(),
-                        None => lists.next().unwrap_or_default(),
-                    };
-                    let Some(summary) =
-                        facts_from(hashed, &listed).and_then(crate::trail::Summary::fold)
-                    else {
-                        continue;
-                    };
-                    if out.len() >= count {
-                        break;
-                    }
-                    let Some((source, event_id)) = m.split_once(':') else {
-                        continue;
-                    };
-                    out.push(Stored {
-                        source: source.to_owned(),
-                        event_id: event_id.to_owned(),
-                        received_ms: score,
-                        summary,
-                    });
-                }
-            }
+            out.extend(
+                members
+                    .into_iter()
+                    .map(|(m, score)| (m, score as i64))
+                    .filter(|(m, score)| match before {
+                        Some((at, after)) if score == at => m < after,
+                        _ => true,
+                    }),
+            );
             if n < page {
                 break;
             }
         }
+        out.truncate(count);
         Ok(out)
+    }
+
+    /// Up to `count` events received before `before`, newest first, each
+    /// once. Members of one millisecond come in reverse order of
+    /// `source:event_id`.
+    pub async fn trail_scan(
+        &self,
+        prefix: &str,
+        before: Option<&Cursor>,
+        count: usize,
+    ) -> Result<Vec<Stored>, Error> {
+        let layout = self.trail_layout(prefix).await?;
+        let indexes = layout.indexes(prefix);
+        let hashes = layout.hashes(prefix);
+        let mut cursor = before.map(|c| (c.received_ms, member(&c.source, &c.event_id)));
+        let mut out = Vec::new();
+        while out.len() < count {
+            let want = count - out.len();
+            // (score, member, the index's place): newest first, and of one
+            // place in time the newest generation first.
+            let mut found: Vec<(i64, String, usize)> = Vec::new();
+            let mut more = false;
+            for (i, (key, _)) in indexes.iter().enumerate() {
+                let page = self.index_page(key, cursor.as_ref(), want).await?;
+                more |= page.len() == want;
+                found.extend(page.into_iter().map(|(m, score)| (score, m, i)));
+            }
+            found.sort_by(|a, b| (b.0, &b.1, b.2).cmp(&(a.0, &a.1, a.2)));
+            more |= found.len() > want;
+            found.truncate(want);
+            let Some((score, m, _)) = found.last() else {
+                break;
+            };
+            let next = (*score, m.clone());
+            let members: Vec<&str> = found.iter().map(|(_, m, _)| m.as_str()).collect();
+            // Where each member is listed everywhere, and its facts.
+            let mut pipe = redis::pipe();
+            for (key, _) in &indexes {
+                pipe.cmd("ZMSCORE").arg(key).arg(&members);
+            }
+            for hash in &hashes {
+                pipe.cmd("HMGET").arg(hash).arg(&members);
+            }
+            // Scores come as text, like the facts: one reply type for both.
+            let mut replies: Vec<Vec<Option<String>>> = self.query_pipeline(&pipe).await?;
+            let texts = replies.split_off(indexes.len().min(replies.len()));
+            // Events an earlier version wrote in lists: a second round
+            // trip, only when there are any.
+            let unhashed: Vec<usize> = (0..members.len())
+                .filter(|&j| {
+                    layout.earlier && texts.iter().all(|t| t.get(j).is_some_and(Option::is_none))
+                })
+                .collect();
+            let mut lists: Vec<Vec<String>> = Vec::new();
+            if !unhashed.is_empty() {
+                let prefix_of_lists = earlier_keys(prefix).2;
+                let mut pipe = redis::pipe();
+                for &j in &unhashed {
+                    pipe.cmd("LRANGE")
+                        .arg(format!("{prefix_of_lists}{}", members[j]))
+                        .arg(0)
+                        .arg(-1);
+                }
+                lists = self.query_pipeline(&pipe).await?;
+            }
+            for (j, (score, m, i)) in found.iter().enumerate() {
+                // Listed where it stands newest: its highest score, of one
+                // score the newest generation.
+                let best = replies
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(k, r)| {
+                        let s = r.get(j)?.as_deref()?.parse::<f64>().ok()?;
+                        Some((s as i64, k))
+                    })
+                    .max();
+                if best.is_some_and(|b| b != (*score, *i)) {
+                    continue;
+                }
+                let of_member: Vec<Option<String>> =
+                    texts.iter().map(|t| t.get(j).cloned().flatten()).collect();
+                let listed = unhashed
+                    .iter()
+                    .position(|&u| u == j)
+                    .and_then(|p| lists.get(p))
+                    .map_or(&[][..], Vec::as_slice);
+                let Some(summary) =
+                    joined(&of_member, listed).and_then(crate::trail::Summary::fold)
+                else {
+                    continue;
+                };
+                let Some((source, event_id)) = m.split_once(':') else {
+                    continue;
+                };
+                out.push(Stored {
+                    source: source.to_owned(),
+                    event_id: event_id.to_owned(),
+                    received_ms: *score,
+                    summary,
+                });
+            }
+            cursor = Some(next);
+            if !more {
+                break;
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// An event's facts, oldest first: its texts in the hashes of
+/// [`Layout::hashes`] in order, the earlier versions' list standing for
+/// the first when that holds nothing; `None` when there are none.
+fn joined(texts: &[Option<String>], listed: &[String]) -> Option<Vec<Fact>> {
+    let mut facts: Vec<Fact> = listed.iter().flat_map(|l| facts_of(l)).collect();
+    for text in texts.iter().flatten() {
+        facts.extend(facts_of(text));
+    }
+    (!facts.is_empty() || texts.iter().any(Option::is_some)).then_some(facts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shape;
+
+    #[test]
+    fn generations_hold_the_bound_and_less_than_one_generation_more() {
+        assert_eq!(shape(100_000), (16, 6_250));
+        assert_eq!(shape(40), (14, 3));
+        assert_eq!(shape(5), (5, 1));
+        assert_eq!(shape(1), (1, 1));
+        for max in 1..5_000_i64 {
+            let (kept, size) = shape(usize::try_from(max).unwrap_or(1));
+            assert!(kept <= 16, "{max}: {kept} generations");
+            assert!(kept * size >= max, "{max}: {kept} × {size}");
+            assert!(kept * size - max < size, "{max}: {kept} × {size}");
+        }
     }
 }
