@@ -32,11 +32,11 @@
 //! Two ways in:
 //! - a nonce commit on one node carries the event's facts in its own
 //!   pipelined round trip ([`RedisStore::commit_noting`]): `HSETNX` of the
-//!   facts and `ZADD NX` of the member into the generation it last saw,
-//!   then `ZCARD` of that index and the current and oldest generations;
-//!   when that index is full it starts the next generation ([`ROLL_LUA`],
-//!   one more round trip once per `size` events); an event already held
-//!   is left to the writer task;
+//!   facts and `ZADD NX` of the member into the generation it last saw;
+//!   now and then the same round trip reads that index's size and the
+//!   current and oldest generations, and when that index is full the
+//!   commit starts the next generation ([`ROLL`], one more round trip once
+//!   per `size` events); an event already held is left to the writer task;
 //! - every other note goes through one queue and one task that writes
 //!   them in the order they were noted, as many as have queued up in one
 //!   call of [`WRITE`]: an event's facts never overtake each other.
@@ -55,6 +55,44 @@ use crate::trail::{Cursor, Fact, Stored, facts_of, lines_of};
 const GENERATIONS: usize = 16;
 /// Generations a reader or a roll looks at, at most, whatever the keys say.
 const REACH: i64 = 64;
+/// A nonce commit reads where the trail stands once in this many commits
+/// of a replica at most ([`RedisStore::commit_noting`]; once in a
+/// generation's size when that is smaller): a generation takes up to this
+/// many events per replica more than its size before the next one starts.
+const CHECK_EVERY: u32 = 64;
+/// ... and on its first commit after this long without a look, so that a
+/// replica quiet while the others wrote never writes into a generation
+/// long removed.
+const CHECK_AFTER: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// What a replica knows of the trail's generations, per key prefix.
+#[derive(Debug)]
+pub(super) struct Seen {
+    generation: i64,
+    since: u32,
+    at: std::time::Instant,
+}
+
+impl Seen {
+    fn new(generation: i64) -> Seen {
+        Seen {
+            generation,
+            since: 0,
+            at: std::time::Instant::now(),
+        }
+    }
+
+    /// Whether this commit reads where the trail stands, for generations
+    /// of `size` events: at least once in `size` commits, so a small bound
+    /// is kept to the event.
+    fn due(&mut self, size: i64) -> bool {
+        self.since += 1;
+        let every = u32::try_from(size.max(1))
+            .unwrap_or(u32::MAX)
+            .min(CHECK_EVERY);
+        self.since >= every || self.at.elapsed() >= CHECK_AFTER
+    }
+}
 
 /// `(kept, size)` for a bound of `max` events: `kept` full generations of
 /// `size` events, at most [`GENERATIONS`] of them, the fewest with
@@ -348,34 +386,41 @@ impl RedisStore {
         }
     }
 
-    /// The generation this replica last saw for `prefix`'s trail.
-    fn seen_generation(&self, prefix: &str) -> i64 {
-        self.trail_generation
-            .lock()
-            .map_or(0, |seen| seen.get(prefix).copied().unwrap_or(0))
+    /// The generation this replica last saw for `prefix`'s trail, and
+    /// whether this commit looks at where the trail stands
+    /// ([`Seen::due`]).
+    fn seen_generation(&self, prefix: &str, size: i64) -> (i64, bool) {
+        let Ok(mut seen) = self.trail_generation.lock() else {
+            return (0, true);
+        };
+        match seen.get_mut(prefix) {
+            Some(held) => (held.generation, held.due(size)),
+            None => {
+                seen.insert(prefix.to_owned(), Seen::new(0));
+                (0, true)
+            }
+        }
     }
 
     fn see_generation(&self, prefix: &str, n: i64) {
         if let Ok(mut seen) = self.trail_generation.lock() {
-            match seen.get_mut(prefix) {
-                Some(held) => *held = n,
-                None => {
-                    seen.insert(prefix.to_owned(), n);
-                }
-            }
+            seen.insert(prefix.to_owned(), Seen::new(n));
         }
     }
 
     /// Marks the nonce `key` done for `ttl` with `note`'s facts in the same
     /// pipelined round trip (written first, so a copy of the event that
     /// finds it done finds its trail too), into the generation this replica
-    /// last saw. When that generation is full it starts the next one, and
-    /// when it was not one readers look at (removed meanwhile) it removes
-    /// what it wrote there and leaves the facts to the writer task, as it
-    /// does appending to an event already held. Where one round trip
-    /// cannot carry both writes (a cluster: the trail's keys have their
-    /// own slot; a replicated write: its `WAIT` runs on a lane) the whole
-    /// note goes to the writer task, queued before the commit is sent.
+    /// last saw: three commands. Every [`CHECK_EVERY`] commits, and on the
+    /// first after [`CHECK_AFTER`], the same round trip also reads the
+    /// index's size and the current and oldest generations: when the
+    /// generation is full this commit starts the next one, and when it was
+    /// not one readers look at (removed meanwhile) it removes what it wrote
+    /// there and leaves the facts to the writer task, as it does appending
+    /// to an event already held. Where one round trip cannot carry both
+    /// writes (a cluster: the trail's keys have their own slot; a
+    /// replicated write: its `WAIT` runs on a lane) the whole note goes to
+    /// the writer task, queued before the commit is sent.
     pub async fn commit_noting(&self, key: &str, ttl: Duration, note: Note) -> Result<(), Error> {
         let at = received_at(&note);
         let Some(at) = at.filter(|_| self.carries_trail()) else {
@@ -386,7 +431,8 @@ impl RedisStore {
         };
         let prefix = note.prefix.as_str();
         let m = member(&note.source, &note.event_id);
-        let n = self.seen_generation(prefix);
+        let size = shape(note.max).1;
+        let (n, check) = self.seen_generation(prefix, size);
         let mut pipe = redis::pipe();
         pipe.cmd("HSETNX")
             .arg(facts_key(prefix, n))
@@ -404,6 +450,14 @@ impl RedisStore {
             .arg("PX")
             .arg(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX))
             .ignore();
+        if !check {
+            let (added,): (bool,) = self.query_pipeline(&pipe).await?;
+            if !added {
+                // Held already: appended in order by the writer.
+                self.trail_note(note);
+            }
+            return Ok(());
+        }
         pipe.cmd("ZCARD").arg(index_key(prefix, n));
         pipe.cmd("GET").arg(generation_key(prefix));
         pipe.cmd("GET").arg(oldest_key(prefix));
@@ -417,9 +471,8 @@ impl RedisStore {
             }
             self.trail_note(note);
         } else if !added {
-            // Held already: appended in order by the writer.
             self.trail_note(note);
-        } else if n == current && held >= shape(note.max).1 {
+        } else if n == current && held >= size {
             self.trail_roll(prefix, n, note.max).await;
         }
         Ok(())
