@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# What a trail record costs Redis itself, apart from hookgate: 100,000
-# events' writes sent with `redis-cli --pipe` to a private redis-server
-# (pinned to $SERVER_CPU), each event's nonce commit (`SET … PX`) alone or
-# beside its trail record in one of these layouts, and redis-server's CPU
-# time per event (from /proc) for each:
+# What a trail record costs Redis itself, apart from hookgate, with the
+# trail full: a private redis-server (pinned to $SERVER_CPU) is sent
+# 110,000 events' writes (the trail's bound is 100,000), then 100,000 more
+# are measured: redis-server's CPU time per event (from /proc, its threads
+# included) for each layout, all through `redis-cli --pipe`:
 #
-#   none        the nonce commit only
-#   list        a list key per event, its expiry, the index (ZADD NX), ZCARD
-#   string      a string key per event with its expiry (SET NX PX), ZADD NX, ZCARD
-#   hash        a field of one facts hash (HSETNX), ZADD NX, ZCARD (hookgate's layout)
-#   hash-batch  the hash and the index written 50 events to a command
+#   none         the nonce commit only (`SET … PX`)
+#   hash         one facts hash and one index (HSETNX, ZADD NX, ZCARD), never
+#                trimmed: what a record costs while the trail fills
+#   hash-trim    the same, trimmed to the bound after every event (a script:
+#                ZPOPMIN, HDEL): the layout before generations
+#   hash-trim100 the same, trimmed once in 100 events
+#   generations  hookgate's layout (src/store/redis/trail.rs): HSETNX and
+#                ZADD NX into the generation of 6,250 events written now, and
+#                the generations past the newest 16 removed whole (UNLINK)
+#   generations-script  the same written by one script per event (reading
+#                the generation itself) instead of plain commands
 #
 #   bash bench/redis_trail.sh        # ROUNDS=3 SERVER_CPU=0
 set -euo pipefail
@@ -27,11 +33,36 @@ REDIS=$!
 trap 'kill $REDIS 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$WORK"' EXIT
 for _ in $(seq 1 100); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.05; done
 
-LAYOUTS="none list string hash hash-batch"
+redis-cli -p "$PORT" script load "
+local over = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[1])
+if over > 0 then
+  local old = redis.call('ZPOPMIN', KEYS[1], over)
+  for j = 1, #old, 2 do redis.call('HDEL', KEYS[2], old[j]) end
+end
+return 0" > "$WORK/trim.sha"
+redis-cli -p "$PORT" script load "
+local g = tonumber(redis.call('GET', KEYS[2]) or '0')
+local f = 'hg:{trail}:facts.' .. g
+if redis.call('HSETNX', f, ARGV[2], ARGV[4]) == 1 then
+  local idx = 'hg:{trail}:index.' .. g
+  redis.call('ZADD', idx, 'NX', ARGV[3], ARGV[2])
+  if redis.call('ZCARD', idx) >= tonumber(ARGV[5]) then
+    redis.call('SET', KEYS[2], g + 1)
+    local old = g + 1 - tonumber(ARGV[6])
+    if old >= 0 then redis.call('UNLINK', 'hg:{trail}:facts.' .. old, 'hg:{trail}:index.' .. old) end
+  end
+end
+redis.call('SET', KEYS[1], 'done', 'PX', ARGV[1])
+return 1" > "$WORK/generation.sha"
+
+LAYOUTS="none hash hash-trim hash-trim100 generations generations-script"
 for layout in $LAYOUTS; do
-  python3 - "$layout" > "$WORK/$layout.resp" <<'PY'
+  for phase in warm measure; do
+    python3 - "$layout" "$phase" "$(cat "$WORK/trim.sha")" "$(cat "$WORK/generation.sha")" \
+      > "$WORK/$layout.$phase" <<'PY'
 import sys
-layout, n = sys.argv[1], 100_000
+layout, phase, trim, generation = sys.argv[1:5]
+SIZE, KEPT = 6250, 16
 def cmd(*args):
     out = [b"*%d\r\n" % len(args)]
     for a in args:
@@ -43,36 +74,47 @@ received = b'{"fact":"received","at":1764650000000,"replica":"hookgate-7d4f9c-x2
 attempted = b'{"fact":"attempted","attempt":{"at":1764650000003,"replica":"hookgate-7d4f9c-x2x9q","mode":"forward","outcome":"forwarded","status":200,"duration_ms":3},"state":"delivered","next_attempt_at":null,"dead_letter_id":null}'
 lines = received + b"\n" + attempted + b"\n"
 out = sys.stdout.buffer
-for i in range(n):
-    m = "bench:ev-%06d" % i
+start, count = (0, 110_000) if phase == "warm" else (110_000, 100_000)
+for i in range(start, start + count):
+    m = "bench:ev-%07d" % i
     at = 1764650000000 + i
-    if layout == "list":
-        out.write(cmd("RPUSH", "hg:{trail}:" + m, received, attempted))
-        out.write(cmd("PEXPIRE", "hg:{trail}:" + m, 2592000000))
-    elif layout == "string":
-        out.write(cmd("SET", "hg:{trail}:" + m, lines, "NX", "PX", 2592000000))
-    elif layout == "hash":
+    nonce = cmd("SET", "hg:nonce:" + m, "done", "PX", 86400000)
+    if layout.startswith("hash"):
         out.write(cmd("HSETNX", "hg:{trail}:facts", m, lines))
-    elif layout == "hash-batch" and i % 50 == 0:
-        ms = ["bench:ev-%06d" % j for j in range(i, i + 50)]
-        out.write(cmd("HSET", "hg:{trail}:facts", *[x for mm in ms for x in (mm, lines)]))
-        out.write(cmd("ZADD", "hg:{trail}", "NX", *[x for j, mm in zip(range(i, i + 50), ms) for x in (1764650000000 + j, mm)]))
-    if layout in ("list", "string", "hash"):
         out.write(cmd("ZADD", "hg:{trail}", "NX", at, m))
+        out.write(nonce)
         out.write(cmd("ZCARD", "hg:{trail}"))
-    out.write(cmd("SET", "hg:nonce:" + m, "done", "PX", 86400000))
+        if layout == "hash-trim" or (layout == "hash-trim100" and i % 100 == 0):
+            out.write(cmd("EVALSHA", trim, 2, "hg:{trail}", "hg:{trail}:facts", 100000))
+    elif layout == "generations":
+        g = i // SIZE
+        out.write(cmd("HSETNX", "hg:{trail}:facts.%d" % g, m, lines))
+        out.write(cmd("ZADD", "hg:{trail}:index.%d" % g, "NX", at, m))
+        out.write(nonce)
+        if i % SIZE == 0 and g > KEPT:
+            gone = g - KEPT - 1
+            out.write(cmd("UNLINK", "hg:{trail}:facts.%d" % gone, "hg:{trail}:index.%d" % gone))
+    elif layout == "generations-script":
+        out.write(cmd("EVALSHA", generation, 2, "hg:nonce:" + m, "hg:{trail}:generation",
+                      86400000, m, at, lines, SIZE, KEPT + 1))
+    else:
+        out.write(nonce)
 PY
+  done
 done
 
 TCK=$(getconf CLK_TCK)
-echo "| layout | redis-server CPU µs per event, round by round |"
+echo "| layout | redis-server CPU µs per event with the trail full, round by round |"
 echo "|---|---|"
 declare -A RESULT
 for round in $(seq 1 "$ROUNDS"); do
   for layout in $LAYOUTS; do
     redis-cli -p "$PORT" flushall >/dev/null
+    redis-cli -p "$PORT" --pipe < "$WORK/$layout.warm" >/dev/null
+    sleep 0.3
     before=$(awk '{print $14 + $15}' /proc/$REDIS/stat)
-    redis-cli -p "$PORT" --pipe < "$WORK/$layout.resp" >/dev/null
+    redis-cli -p "$PORT" --pipe < "$WORK/$layout.measure" >/dev/null
+    sleep 0.3 # the lazy frees of UNLINK finish on Redis's own thread
     after=$(awk '{print $14 + $15}' /proc/$REDIS/stat)
     RESULT[$layout]+="$(python3 -c "print(f'{($after - $before) * 1e6 / $TCK / 100000:.1f}')") "
   done
