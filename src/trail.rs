@@ -44,6 +44,26 @@ pub const LAST_ATTEMPTS: usize = 40;
 /// under half of it, so a fold happens at most once per this many bytes
 /// appended.
 pub const COMPACT_BYTES: usize = 16 * 1024;
+/// Full generations the durable engines keep besides the one written now,
+/// at most ([`generations`]).
+pub const GENERATIONS: usize = 16;
+/// Generations a reader or a writer looks through, at most, whatever the
+/// store says.
+pub const REACH: i64 = 64;
+
+/// How the durable engines keep a bound of `max` events without taking
+/// them out one by one: in generations of `size` events, the one written
+/// now and `kept` full ones, the older removed whole. `(kept, size)`, at
+/// most [`GENERATIONS`] generations, the fewest with `kept × size ≥ max`
+/// (less than `size` over it): the newest `max` events are always held.
+pub fn generations(max: usize) -> (i64, i64) {
+    let size = max.max(1).div_ceil(GENERATIONS);
+    let kept = max.max(1).div_ceil(size);
+    (
+        i64::try_from(kept).unwrap_or(1),
+        i64::try_from(size).unwrap_or(i64::MAX),
+    )
+}
 
 /// Where an event is now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -597,6 +617,21 @@ pub fn received(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn generations_hold_the_bound_and_less_than_one_generation_more() {
+        use super::generations;
+        assert_eq!(generations(100_000), (16, 6_250));
+        assert_eq!(generations(40), (14, 3));
+        assert_eq!(generations(5), (5, 1));
+        assert_eq!(generations(1), (1, 1));
+        for max in 1..5_000_i64 {
+            let (kept, size) = generations(usize::try_from(max).unwrap_or(1));
+            assert!(kept <= 16, "{max}: {kept} generations");
+            assert!(kept * size >= max, "{max}: {kept} × {size}");
+            assert!(kept * size - max < size, "{max}: {kept} × {size}");
+        }
+    }
+
     use super::*;
 
     fn attempt(outcome: &'static str, status: Option<u16>) -> Attempt {

@@ -8,7 +8,7 @@
 //! - `{prefix}:{trail}:generation`: `n` of the generation written now;
 //!   `{prefix}:{trail}:oldest`: the oldest generation kept.
 //!
-//! A generation holds [`shape`]'s `size` events; when the one written now
+//! A generation holds [`generations`]'s `size` events; when the one written now
 //! is full, the next one starts and the generations older than the newest
 //! `kept` full ones go whole (`UNLINK`, freed off Redis's main thread).
 //! `kept × size ≥ trail_max_events`, so the newest `trail_max_events`
@@ -49,12 +49,8 @@ use tokio::sync::mpsc;
 
 use super::RedisStore;
 use crate::store::{Error, Note};
-use crate::trail::{Cursor, Fact, Stored, facts_of, lines_of};
+use crate::trail::{Cursor, Fact, REACH, Stored, facts_of, generations, lines_of};
 
-/// Full generations kept besides the one written now, at most.
-const GENERATIONS: usize = 16;
-/// Generations a reader or a roll looks at, at most, whatever the keys say.
-const REACH: i64 = 64;
 /// A nonce commit reads where the trail stands once in this many commits
 /// of a replica at most ([`RedisStore::commit_noting`]; once in a
 /// generation's size when that is smaller): a generation takes up to this
@@ -92,18 +88,6 @@ impl Seen {
             .min(CHECK_EVERY);
         self.since >= every || self.at.elapsed() >= CHECK_AFTER
     }
-}
-
-/// `(kept, size)` for a bound of `max` events: `kept` full generations of
-/// `size` events, at most [`GENERATIONS`] of them, the fewest with
-/// `kept × size ≥ max` (less than `size` over it).
-fn shape(max: usize) -> (i64, i64) {
-    let size = max.max(1).div_ceil(GENERATIONS);
-    let kept = max.max(1).div_ceil(size);
-    (
-        i64::try_from(kept).unwrap_or(1),
-        i64::try_from(size).unwrap_or(i64::MAX),
-    )
 }
 
 /// `roll(n)`: starts generation `n + 1` when `n` is the current one and its
@@ -431,7 +415,7 @@ impl RedisStore {
         };
         let prefix = note.prefix.as_str();
         let m = member(&note.source, &note.event_id);
-        let size = shape(note.max).1;
+        let size = generations(note.max).1;
         let (n, check) = self.seen_generation(prefix, size);
         let mut pipe = redis::pipe();
         pipe.cmd("HSETNX")
@@ -481,7 +465,7 @@ impl RedisStore {
     /// Starts the generation after `n` when `n` is current and full
     /// ([`ROLL`]); removes the earlier versions' keys when it is their turn.
     async fn trail_roll(&self, prefix: &str, n: i64, max: usize) {
-        let (kept, size) = shape(max);
+        let (kept, size) = generations(max);
         let keys = [generation_key(prefix), oldest_key(prefix)];
         let args = [
             base(prefix),
@@ -571,7 +555,7 @@ impl RedisStore {
                 if let Some(cmd) = run.take() {
                     pipe.add_command(cmd);
                 }
-                let (kept, size) = shape(note.max);
+                let (kept, size) = generations(note.max);
                 let mut cmd = redis::cmd("EVALSHA");
                 cmd.arg(WRITE.get_hash())
                     .arg(2)
@@ -848,23 +832,4 @@ fn joined(texts: &[Option<String>], listed: &[String]) -> Option<Vec<Fact>> {
         facts.extend(facts_of(text));
     }
     (!facts.is_empty() || texts.iter().any(Option::is_some)).then_some(facts)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::shape;
-
-    #[test]
-    fn generations_hold_the_bound_and_less_than_one_generation_more() {
-        assert_eq!(shape(100_000), (16, 6_250));
-        assert_eq!(shape(40), (14, 3));
-        assert_eq!(shape(5), (5, 1));
-        assert_eq!(shape(1), (1, 1));
-        for max in 1..5_000_i64 {
-            let (kept, size) = shape(usize::try_from(max).unwrap_or(1));
-            assert!(kept <= 16, "{max}: {kept} generations");
-            assert!(kept * size >= max, "{max}: {kept} × {size}");
-            assert!(kept * size - max < size, "{max}: {kept} × {size}");
-        }
-    }
 }
