@@ -583,17 +583,18 @@ impl SqliteStore {
         event_id: &str,
     ) -> Result<Option<crate::trail::Summary>, Error> {
         let (source, event_id) = (source.to_owned(), event_id.to_owned());
-        let text: Option<String> = self
+        let rows = self
             .read(move |conn| {
-                conn.prepare_cached("SELECT facts FROM events WHERE source = ?1 AND event_id = ?2")?
-                    .query_row(params![source, event_id], |r| r.get(0))
-                    .optional()
+                let g = trail::generation(conn)?;
+                trail::rows_of(conn, g, &source, &event_id)
             })
             .await?;
-        Ok(text.and_then(|t| crate::trail::Summary::fold(crate::trail::facts_of(&t))))
+        Ok(joined(&rows))
     }
 
-    /// Up to `count` events received before `before`, newest first.
+    /// Up to `count` events received before `before`, newest first, each
+    /// once (an event with rows in two generations where its newest row
+    /// stands, its facts joined).
     pub async fn trail_scan(
         &self,
         before: Option<&crate::trail::Cursor>,
@@ -602,27 +603,54 @@ impl SqliteStore {
         let before = before.cloned();
         let count = i64::try_from(count).unwrap_or(i64::MAX);
         self.read(move |conn| {
-            let (ms, source, id) = match &before {
-                Some(c) => (c.received_ms, c.source.clone(), c.event_id.clone()),
-                None => (i64::MAX, String::new(), String::new()),
-            };
+            let g = trail::generation(conn)?;
+            let mut cursor = before.map(|c| (c.received_ms, c.source, c.event_id));
             let mut stmt = conn.prepare_cached(
-                "SELECT source, event_id, received_ms, facts FROM events \
+                "SELECT generation, source, event_id, received_ms, facts FROM events \
                  WHERE (received_ms, source, event_id) < (?1, ?2, ?3) OR ?4 \
                  ORDER BY received_ms DESC, source DESC, event_id DESC LIMIT ?5",
             )?;
-            let rows = stmt.query_map(params![ms, source, id, before.is_none(), count], |r| {
-                let (source, event_id, received_ms, facts): (String, String, i64, String) =
-                    (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
-                let summary = crate::trail::Summary::fold(crate::trail::facts_of(&facts));
-                Ok(summary.map(|summary| crate::trail::Stored {
-                    source,
-                    event_id,
-                    received_ms,
-                    summary,
-                }))
-            })?;
-            rows.filter_map(Result::transpose).collect()
+            let mut out = Vec::new();
+            // A row skipped (its event listed at a newer row) is read past.
+            while (out.len() as i64) < count {
+                let asked = count - out.len() as i64;
+                let (ms, source, id) =
+                    cursor
+                        .clone()
+                        .unwrap_or((i64::MAX, String::new(), String::new()));
+                let rows: Vec<(i64, String, String, i64, String)> = stmt
+                    .query_map(params![ms, source, id, cursor.is_none(), asked], |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+                    })?
+                    .collect::<rusqlite::Result<_>>()?;
+                let read = rows.len() as i64;
+                for (generation, source, event_id, received_ms, facts) in rows {
+                    cursor = Some((received_ms, source.clone(), event_id.clone()));
+                    let all = trail::rows_of(conn, g, &source, &event_id)?;
+                    // Listed where its newest row stands.
+                    let newest = all.iter().map(|(n, at, _)| (*at, *n)).max();
+                    if newest.is_some_and(|top| top != (received_ms, generation)) {
+                        continue;
+                    }
+                    let summary = if all.len() > 1 {
+                        joined(&all)
+                    } else {
+                        crate::trail::Summary::fold(crate::trail::facts_of(&facts))
+                    };
+                    if let Some(summary) = summary {
+                        out.push(crate::trail::Stored {
+                            source,
+                            event_id,
+                            received_ms,
+                            summary,
+                        });
+                    }
+                }
+                if read < asked {
+                    break;
+                }
+            }
+            Ok(out)
         })
         .await
     }
@@ -726,4 +754,12 @@ fn ms(d: Duration) -> i64 {
 
 fn unexpected(reply: &Reply) -> Error {
     Error::Unavailable(format!("sqlite: unexpected answer {reply:?}"))
+}
+
+/// An event's facts from its rows, oldest generation first, folded.
+fn joined(rows: &[(i64, i64, String)]) -> Option<crate::trail::Summary> {
+    crate::trail::Summary::fold(
+        rows.iter()
+            .flat_map(|(_, _, facts)| crate::trail::facts_of(facts)),
+    )
 }

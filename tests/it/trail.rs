@@ -854,9 +854,9 @@ async fn the_trail_keeps_its_bound_over_many_events_on_redis() {
 }
 
 /// `trail_max_events = 40` and 100 events: the newest 40 always listed
-/// first, newest first; memory and SQLite hold exactly 40. Redis keeps
+/// first, newest first; memory holds exactly 40. SQLite and Redis keep
 /// them in generations (14 of 3 events beside the one written now, 2 at
-/// most): 44 at most, whole generations gone, its keys bounded.
+/// most): 44 at most, whole generations gone, Redis's keys bounded.
 async fn the_trail_keeps_its_bound_over_many_events(store: Store) {
     let app = App::start().await;
     let gate = Gate::start(&store.config(&app, "trail_max_events = 40\n", &source("fw", ""))).await;
@@ -870,11 +870,11 @@ async fn the_trail_keeps_its_bound_over_many_events(store: Store) {
         .rev()
         .map(|n| ("fw".to_owned(), format!("k{n:03}")))
         .collect();
-    let redis = matches!(&store, Store::Kept(Backend::Redis(_)));
+    let generations = matches!(&store, Store::Kept(_));
     let listed = until("the newest 40 events first", WAIT, || async {
         let p = page(admin, "?limit=1000").await;
         let listed = keys(&p);
-        let bounded = if redis {
+        let bounded = if generations {
             listed.len() <= 14 * 3 + 2
         } else {
             listed.len() == 40
@@ -1020,6 +1020,32 @@ async fn an_event_retried_after_newer_ones_is_listed_once(store: Store) {
             "a1's record in one generation: {holding:?}"
         );
         assert_ne!(holding[0], "hg:{trail}:facts.0", "moved to a newer one");
+    }
+    if let Store::Kept(backend @ Backend::Sqlite(_)) = &store {
+        let path = backend.db_path().expect("a sqlite path");
+        let conn = rusqlite::Connection::open_with_flags(
+            &path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .expect("open read-only");
+        let generations = |id: &str| -> Vec<i64> {
+            conn.prepare("SELECT generation FROM events WHERE event_id = ?1 ORDER BY generation")
+                .expect("prepare")
+                .query_map([id], |r| r.get(0))
+                .expect("query")
+                .collect::<Result<_, _>>()
+                .expect("rows")
+        };
+        let a1 = generations("a1");
+        assert!(
+            a1.len() == 1 && a1[0] > 0,
+            "a1 moved to a newer generation: {a1:?}"
+        );
+        let r1 = generations("r1");
+        assert!(
+            r1.len() == 2 && r1[0] < r1[1],
+            "r1 has a row in two generations: {r1:?}"
+        );
     }
     gate.stop().await;
 }

@@ -65,28 +65,32 @@ const CHECK_AFTER: std::time::Duration = std::time::Duration::from_millis(100);
 #[derive(Debug)]
 pub(super) struct Seen {
     generation: i64,
+    /// Commits since the last look, and how many until the next.
     since: u32,
+    next: u32,
     at: std::time::Instant,
 }
 
 impl Seen {
-    fn new(generation: i64) -> Seen {
+    /// Seen generation `generation` with room for `room` events more.
+    fn new(generation: i64, room: i64) -> Seen {
         Seen {
             generation,
             since: 0,
+            next: u32::try_from(room.max(1))
+                .unwrap_or(u32::MAX)
+                .min(CHECK_EVERY),
             at: std::time::Instant::now(),
         }
     }
 
-    /// Whether this commit reads where the trail stands, for generations
-    /// of `size` events: at least once in `size` commits, so a small bound
-    /// is kept to the event.
-    fn due(&mut self, size: i64) -> bool {
+    /// Whether this commit reads where the trail stands: once the commits
+    /// since the last look would fill the room it left (so one replica
+    /// alone fills a generation to the event), once in [`CHECK_EVERY`] at
+    /// least, and after [`CHECK_AFTER`].
+    fn due(&mut self) -> bool {
         self.since += 1;
-        let every = u32::try_from(size.max(1))
-            .unwrap_or(u32::MAX)
-            .min(CHECK_EVERY);
-        self.since >= every || self.at.elapsed() >= CHECK_AFTER
+        self.since >= self.next || self.at.elapsed() >= CHECK_AFTER
     }
 }
 
@@ -373,22 +377,23 @@ impl RedisStore {
     /// The generation this replica last saw for `prefix`'s trail, and
     /// whether this commit looks at where the trail stands
     /// ([`Seen::due`]).
-    fn seen_generation(&self, prefix: &str, size: i64) -> (i64, bool) {
+    fn seen_generation(&self, prefix: &str) -> (i64, bool) {
         let Ok(mut seen) = self.trail_generation.lock() else {
             return (0, true);
         };
         match seen.get_mut(prefix) {
-            Some(held) => (held.generation, held.due(size)),
+            Some(held) => (held.generation, held.due()),
             None => {
-                seen.insert(prefix.to_owned(), Seen::new(0));
+                seen.insert(prefix.to_owned(), Seen::new(0, 1));
                 (0, true)
             }
         }
     }
 
-    fn see_generation(&self, prefix: &str, n: i64) {
+    /// Records generation `n`, with room for `room` events more.
+    fn see_generation(&self, prefix: &str, n: i64, room: i64) {
         if let Ok(mut seen) = self.trail_generation.lock() {
-            seen.insert(prefix.to_owned(), Seen::new(n));
+            seen.insert(prefix.to_owned(), Seen::new(n, room));
         }
     }
 
@@ -416,7 +421,7 @@ impl RedisStore {
         let prefix = note.prefix.as_str();
         let m = member(&note.source, &note.event_id);
         let size = generations(note.max).1;
-        let (n, check) = self.seen_generation(prefix, size);
+        let (n, check) = self.seen_generation(prefix);
         let mut pipe = redis::pipe();
         pipe.cmd("HSETNX")
             .arg(facts_key(prefix, n))
@@ -448,7 +453,9 @@ impl RedisStore {
         let (added, held, current, oldest): (bool, i64, Option<i64>, Option<i64>) =
             self.query_pipeline(&pipe).await?;
         let (current, oldest) = (current.unwrap_or(0), oldest.unwrap_or(-1));
-        self.see_generation(prefix, current);
+        // Room known only in the generation this commit wrote to.
+        let room = if n == current { size - held } else { 1 };
+        self.see_generation(prefix, current, room);
         if n > current || n < oldest {
             if let Err(e) = self.trail_drop(prefix, n).await {
                 tracing::debug!(error = %e, "trail: removing a stray generation failed");
@@ -477,7 +484,8 @@ impl RedisStore {
         let args: Vec<&[u8]> = args.iter().map(String::as_bytes).collect();
         match self.eval::<(i64, i64)>(&ROLL, &keys, &args).await {
             Ok((current, retired)) => {
-                self.see_generation(prefix, current);
+                let room = if current == n + 1 { size } else { 1 };
+                self.see_generation(prefix, current, room);
                 if retired == 1 {
                     self.spawn_retire(prefix);
                 }

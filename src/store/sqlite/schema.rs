@@ -9,13 +9,16 @@
 //! | `failures` | forward-mode event the app failed | `source`, `event_id`, `count` |
 //! | `queue` | queued event | `id`, `source`, `event_id`, `event_type`, `attempts`, `last_error`, `due_ms`, `lease_owner` |
 //! | `dead_letters` | dead letter | `id`, `source`, `event_id`, `event_type`, `attempts`, `last_error`, `dead_ms` |
-//! | `events` | event in the trail (DESIGN §7a) | `source`, `event_id`, `event_type`, `state`, `received_ms`, `facts` (one JSON fact a line) |
-//! | `trail_size` | one row | `events`: the rows `events` holds |
+//! | `events` | event in the trail (DESIGN §7a), in the generation that holds it | `generation`, `source`, `event_id`, `event_type`, `state`, `received_ms`, `facts` (one JSON fact a line) |
+//! | `trail_generation` | one row | `current`: the generation written now, `oldest`: the oldest kept, `events`: the events `current` holds |
 //!
-//! `trail_size` lets the trail keep its bound without counting `events`:
-//! every transaction that adds or deletes events adds their number to it,
-//! and a writer counts the table once when it opens the file (rows an
-//! operator deleted by hand are counted again then).
+//! The trail keeps its bound in generations ([`crate::trail::generations`]):
+//! `events` is keyed by generation first, so an event is written into the
+//! few pages of the generation written now, and the generations past the
+//! kept ones leave as runs of whole pages, never event by event. Every
+//! transaction that adds events to `current` adds their number to
+//! `trail_generation.events`; a writer counts `current`'s rows once when it
+//! opens the file (rows an operator deleted by hand are counted again then).
 //!
 //! A claim lives in `claims`, a table of the few events in flight, so
 //! claiming writes the same few pages whatever the id; only the commit
@@ -128,6 +131,30 @@ CREATE TABLE paused (
     since_ms  INTEGER NOT NULL
 );
 ",
+    r"
+CREATE TABLE events_by_generation (
+    generation  INTEGER NOT NULL,
+    source      TEXT NOT NULL,
+    event_id    TEXT NOT NULL,
+    event_type  TEXT,
+    state       TEXT NOT NULL,
+    received_ms INTEGER NOT NULL,
+    facts       TEXT NOT NULL,
+    PRIMARY KEY (generation, source, event_id)
+) WITHOUT ROWID;
+INSERT INTO events_by_generation
+    SELECT 0, source, event_id, event_type, state, received_ms, facts FROM events;
+DROP TABLE events;
+ALTER TABLE events_by_generation RENAME TO events;
+CREATE INDEX events_received ON events (received_ms, source, event_id);
+DROP TABLE trail_size;
+CREATE TABLE trail_generation (
+    current INTEGER NOT NULL,
+    oldest  INTEGER NOT NULL,
+    events  INTEGER NOT NULL
+);
+INSERT INTO trail_generation SELECT 0, 0, count(*) FROM events;
+",
 ];
 
 /// The schema version this build writes.
@@ -196,7 +223,7 @@ mod tests {
             "dead_letters",
             "events",
             "claims",
-            "trail_size",
+            "trail_generation",
         ] {
             let n: i64 = conn
                 .query_row(
@@ -240,22 +267,42 @@ mod tests {
         }
     }
 
-    /// A file of version 3 gets `trail_size` counting the trail it holds.
+    /// A file of version 3 keeps the trail it holds, in generation 0, with
+    /// `trail_generation` counting it.
     #[test]
-    fn the_trail_size_counts_what_an_older_file_held() {
+    fn an_older_trail_becomes_generation_zero() {
         let mut conn = file_at(3);
         for id in ["a", "b", "c"] {
             conn.execute(
-                "INSERT INTO events VALUES ('s', ?1, NULL, 'delivered', 1, '')",
+                "INSERT INTO events VALUES ('s', ?1, NULL, 'delivered', 1, 'x')",
                 [id],
             )
             .expect("row");
         }
         assert_eq!(migrate(&mut conn).expect("migrate"), 3);
-        let size: i64 = conn
-            .query_row("SELECT events FROM trail_size", [], |r| r.get(0))
-            .expect("size");
-        assert_eq!(size, 3);
+        let held: (i64, i64, i64) = conn
+            .query_row(
+                "SELECT current, oldest, events FROM trail_generation",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .expect("generation");
+        assert_eq!(held, (0, 0, 3));
+        let rows: Vec<(i64, String, String)> = conn
+            .prepare("SELECT generation, event_id, facts FROM events ORDER BY event_id")
+            .expect("prepare")
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .expect("query")
+            .collect::<Result<_, _>>()
+            .expect("rows");
+        assert_eq!(
+            rows,
+            [
+                (0, "a".to_owned(), "x".to_owned()),
+                (0, "b".to_owned(), "x".to_owned()),
+                (0, "c".to_owned(), "x".to_owned())
+            ]
+        );
     }
 
     #[test]

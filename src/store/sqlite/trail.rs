@@ -1,14 +1,24 @@
 //! The trail's table (DESIGN §7a) as the writer keeps it: an event's facts
 //! appended to its row in the transaction of the op they ride on, folded
-//! into one line when the row grows long, and the oldest rows trimmed to
-//! the bound that `trail_size` lets it keep without counting the table.
+//! into one line when the row grows long; the rows keyed by generation
+//! first ([`crate::trail::generations`]), so that a new event is written
+//! into the pages of the generation written now and the bound is kept by
+//! removing whole generations, never event by event.
+//!
+//! An event's row lives in one generation: facts for an event held in an
+//! older one move its row, received time and all, to the one written now.
+//! The one exception is a fresh record (a `Received` fact, as a sender's
+//! retry after a release brings) for an event whose row is in an older
+//! generation: it starts a second row, and readers join the rows, oldest
+//! generation first, and list the event once ([`rows_of`]).
 
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::PURGE_LIMIT;
+use crate::trail::{REACH, generations};
 
-/// Facts appended to an event's trail; the oldest events beyond `max` are
-/// trimmed between batches.
+/// Facts appended to an event's trail; the oldest generations beyond
+/// `max` are removed between batches.
 #[derive(Debug)]
 pub struct TrailWrite {
     pub source: String,
@@ -19,17 +29,49 @@ pub struct TrailWrite {
     pub max: usize,
 }
 
-/// Appends `t`'s facts to its event's row. The facts are JSON lines,
-/// appended; the state column moves by [`crate::trail::next_state`], so
-/// nothing already written is read back but the state, until the text
-/// passes [`crate::trail::COMPACT_BYTES`] and is folded into one line. An event not held
-/// yet is taken only from its `Received` fact; it costs one insert, and
-/// only an event already held is read first. Returns whether it added an
-/// event.
+/// The generation written now and the oldest one that may still hold rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Generation {
+    pub current: i64,
+    pub oldest: i64,
+}
+
+impl Generation {
+    /// The generations a reader or a writer looks through, oldest first.
+    pub fn live(&self) -> std::ops::RangeInclusive<i64> {
+        self.oldest.max(self.current - REACH).max(0)..=self.current
+    }
+}
+
+/// Where the trail stands (generation 0 in a file without the row).
+pub fn generation(conn: &Connection) -> rusqlite::Result<Generation> {
+    Ok(conn
+        .prepare_cached("SELECT current, oldest FROM trail_generation")?
+        .query_row([], |r| {
+            Ok(Generation {
+                current: r.get(0)?,
+                oldest: r.get(1)?,
+            })
+        })
+        .optional()?
+        .unwrap_or(Generation {
+            current: 0,
+            oldest: 0,
+        }))
+}
+
+/// Appends `t`'s facts to its event's row in generation `g.current`. The
+/// facts are JSON lines, appended; the state column moves by
+/// [`crate::trail::next_state`], so nothing already written is read back
+/// but the state, until the text passes [`crate::trail::COMPACT_BYTES`]
+/// and is folded into one line. An event not held yet is taken only from
+/// its `Received` fact; it costs one insert, and only an event already
+/// held is read first. Returns whether it added a row to `g.current`.
 pub(super) fn write_trail(
     tx: &Transaction<'_>,
     t: &TrailWrite,
     now: i64,
+    g: Generation,
 ) -> rusqlite::Result<bool> {
     use crate::trail::{Fact, next_state};
     let fresh = t.facts.iter().fold(None, next_state);
@@ -44,10 +86,12 @@ pub(super) fn write_trail(
             .unwrap_or((now, None));
         let added = tx
             .prepare_cached(
-                "INSERT OR IGNORE INTO events (source, event_id, event_type, state, received_ms, facts) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT OR IGNORE INTO events \
+                 (generation, source, event_id, event_type, state, received_ms, facts) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?
             .execute(params![
+                g.current,
                 t.source,
                 t.event_id,
                 event_type,
@@ -60,84 +104,180 @@ pub(super) fn write_trail(
         }
     }
     let held: Option<String> = tx
-        .prepare_cached("SELECT state FROM events WHERE source = ?1 AND event_id = ?2")?
-        .query_row(params![t.source, t.event_id], |r| r.get(0))
+        .prepare_cached(
+            "SELECT state FROM events WHERE generation = ?1 AND source = ?2 AND event_id = ?3",
+        )?
+        .query_row(params![g.current, t.source, t.event_id], |r| r.get(0))
         .optional()?;
-    let was = held.as_deref().and_then(crate::trail::State::parse);
-    if was.is_none() {
-        return Ok(false);
-    }
-    if let Some(state) = t.facts.iter().fold(was, next_state) {
+    let Some(was) = held.as_deref().and_then(crate::trail::State::parse) else {
+        return move_trail(tx, t, g);
+    };
+    if let Some(state) = t.facts.iter().fold(Some(was), next_state) {
         let length: i64 = tx
             .prepare_cached(
-                "UPDATE events SET state = ?3, facts = facts || ?4 \
-                 WHERE source = ?1 AND event_id = ?2 RETURNING length(facts)",
+                "UPDATE events SET state = ?4, facts = facts || ?5 \
+                 WHERE generation = ?1 AND source = ?2 AND event_id = ?3 RETURNING length(facts)",
             )?
-            .query_row(params![t.source, t.event_id, state.word(), t.lines], |r| {
-                r.get(0)
-            })?;
+            .query_row(
+                params![g.current, t.source, t.event_id, state.word(), t.lines],
+                |r| r.get(0),
+            )?;
         if usize::try_from(length).unwrap_or(usize::MAX) > crate::trail::COMPACT_BYTES {
-            compact_trail(tx, &t.source, &t.event_id)?;
+            compact_trail(tx, g.current, &t.source, &t.event_id)?;
         }
     }
     Ok(false)
 }
 
-/// Folds an event's facts into one `summary` line (DESIGN §7a: a record
-/// stays a few KiB), in the transaction that made them too long.
+/// Moves the event's row from the newest older generation that holds it
+/// into `g.current` with `t`'s facts appended. Returns whether it did (an
+/// event held nowhere takes no facts without a start).
+fn move_trail(tx: &Transaction<'_>, t: &TrailWrite, g: Generation) -> rusqlite::Result<bool> {
+    use crate::trail::next_state;
+    let mut find = tx.prepare_cached(
+        "SELECT state, event_type, received_ms, facts FROM events \
+         WHERE generation = ?1 AND source = ?2 AND event_id = ?3",
+    )?;
+    for n in g.live().rev().filter(|&n| n < g.current) {
+        let row: Option<(String, Option<String>, i64, String)> = find
+            .query_row(params![n, t.source, t.event_id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
+            .optional()?;
+        let Some((state, event_type, received_ms, facts)) = row else {
+            continue;
+        };
+        let was = crate::trail::State::parse(&state);
+        let state = t
+            .facts
+            .iter()
+            .fold(was, next_state)
+            .map_or(state, |s| s.word().to_owned());
+        let facts = facts + &t.lines;
+        tx.prepare_cached(
+            "DELETE FROM events WHERE generation = ?1 AND source = ?2 AND event_id = ?3",
+        )?
+        .execute(params![n, t.source, t.event_id])?;
+        tx.prepare_cached(
+            "INSERT INTO events (generation, source, event_id, event_type, state, received_ms, facts) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )?
+        .execute(params![
+            g.current,
+            t.source,
+            t.event_id,
+            event_type,
+            state,
+            received_ms,
+            facts
+        ])?;
+        if facts.len() > crate::trail::COMPACT_BYTES {
+            compact_trail(tx, g.current, &t.source, &t.event_id)?;
+        }
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// Folds an event's facts in `generation` into one `summary` line (DESIGN
+/// §7a: a record stays a few KiB), in the transaction that made them too
+/// long.
 pub(super) fn compact_trail(
     tx: &Transaction<'_>,
+    generation: i64,
     source: &str,
     event_id: &str,
 ) -> rusqlite::Result<()> {
     let text: String = tx
-        .prepare_cached("SELECT facts FROM events WHERE source = ?1 AND event_id = ?2")?
-        .query_row(params![source, event_id], |r| r.get(0))?;
+        .prepare_cached(
+            "SELECT facts FROM events WHERE generation = ?1 AND source = ?2 AND event_id = ?3",
+        )?
+        .query_row(params![generation, source, event_id], |r| r.get(0))?;
     if let Some(folded) = crate::trail::compact(&text) {
-        tx.prepare_cached("UPDATE events SET facts = ?3 WHERE source = ?1 AND event_id = ?2")?
-            .execute(params![source, event_id, folded])?;
+        tx.prepare_cached(
+            "UPDATE events SET facts = ?4 WHERE generation = ?1 AND source = ?2 AND event_id = ?3",
+        )?
+        .execute(params![generation, source, event_id, folded])?;
     }
     Ok(())
 }
 
-/// Adds `n` to the events `trail_size` says the trail holds.
+/// Adds `n` to the events `trail_generation` says the current generation
+/// holds.
 pub(super) fn count_trail(conn: &Connection, n: i64) -> rusqlite::Result<()> {
-    conn.prepare_cached("UPDATE trail_size SET events = events + ?1")?
+    conn.prepare_cached("UPDATE trail_generation SET events = events + ?1")?
         .execute(params![n])
         .map(drop)
 }
 
-/// Sets `trail_size` to the rows `events` holds, counting them (once, when
-/// a writer opens the file).
+/// Sets `trail_generation.events` to the rows the current generation
+/// holds, counting them (once, when a writer opens the file), and puts the
+/// row back if an operator deleted it.
 pub(super) fn recount_trail(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute(
-        "UPDATE trail_size SET events = (SELECT count(*) FROM events)",
+        "INSERT INTO trail_generation (current, oldest, events) \
+         SELECT coalesce(max(generation), 0), coalesce(min(generation), 0), 0 FROM events \
+         WHERE NOT EXISTS (SELECT 1 FROM trail_generation)",
+        [],
+    )?;
+    conn.execute(
+        "UPDATE trail_generation SET events = \
+         (SELECT count(*) FROM events WHERE generation = trail_generation.current)",
         [],
     )
     .map(drop)
 }
 
-/// Deletes the oldest events of the trail beyond `max`, at most
-/// [`PURGE_LIMIT`] (`trail_size` says how many it holds).
-pub(super) fn trim_trail(conn: &Connection, max: usize) -> rusqlite::Result<()> {
-    let held: i64 = conn
-        .prepare_cached("SELECT events FROM trail_size")?
-        .query_row([], |r| r.get(0))?;
-    let over = held.saturating_sub(i64::try_from(max).unwrap_or(i64::MAX));
-    if over <= 0 {
-        return Ok(());
+/// Starts the next generation when the current one holds its share of
+/// `max`, and removes rows of the generations past the kept ones, at most
+/// [`PURGE_LIMIT`] (the batches after go on where it stopped).
+pub(super) fn roll_trail(conn: &Connection, max: usize) -> rusqlite::Result<()> {
+    let (kept, size) = generations(max);
+    let (mut current, mut oldest, held): (i64, i64, i64) = conn
+        .prepare_cached("SELECT current, oldest, events FROM trail_generation")?
+        .query_row([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    if held >= size {
+        current += 1;
+        conn.prepare_cached("UPDATE trail_generation SET current = ?1, events = 0")?
+            .execute(params![current])?;
     }
-    let asked = over.min(PURGE_LIMIT);
-    let gone = conn
-        .prepare_cached(
-            "DELETE FROM events WHERE (source, event_id) IN \
-             (SELECT source, event_id FROM events ORDER BY received_ms, source, event_id LIMIT ?1)",
-        )?
-        .execute(params![asked])?;
-    let gone = i64::try_from(gone).unwrap_or(i64::MAX);
-    if gone < asked {
-        // Fewer rows than counted (deleted by hand): a small table to count.
-        return recount_trail(conn);
+    // The kept full generations and the current one.
+    let keep = current - kept;
+    if oldest < keep {
+        let gone = conn
+            .prepare_cached(
+                "DELETE FROM events WHERE (generation, source, event_id) IN \
+                 (SELECT generation, source, event_id FROM events WHERE generation < ?1 LIMIT ?2)",
+            )?
+            .execute(params![keep, PURGE_LIMIT])?;
+        if i64::try_from(gone).unwrap_or(i64::MAX) < PURGE_LIMIT {
+            oldest = keep;
+            conn.prepare_cached("UPDATE trail_generation SET oldest = ?1")?
+                .execute(params![oldest])?;
+        }
     }
-    count_trail(conn, -gone)
+    Ok(())
+}
+
+/// One event's rows, oldest generation first: `(generation, received_ms,
+/// facts)`.
+pub fn rows_of(
+    conn: &Connection,
+    g: Generation,
+    source: &str,
+    event_id: &str,
+) -> rusqlite::Result<Vec<(i64, i64, String)>> {
+    let mut find = conn.prepare_cached(
+        "SELECT received_ms, facts FROM events WHERE generation = ?1 AND source = ?2 AND event_id = ?3",
+    )?;
+    let mut out = Vec::new();
+    for n in g.live() {
+        if let Some((at, facts)) = find
+            .query_row(params![n, source, event_id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?
+        {
+            out.push((n, at, facts));
+        }
+    }
+    Ok(out)
 }

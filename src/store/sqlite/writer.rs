@@ -42,7 +42,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use tokio::sync::oneshot;
 
-use super::trail::{TrailWrite, count_trail, recount_trail, trim_trail, write_trail};
+use super::trail::{TrailWrite, count_trail, generation, recount_trail, roll_trail, write_trail};
 use super::{PURGE_LIMIT, Sync};
 use crate::store::{Claim, Error, Meta, Stored, VERSION_TTL};
 use crate::time::now_ms;
@@ -444,10 +444,15 @@ fn run_batch(
     let now = now_ms();
     let mut out = Vec::with_capacity(batch.len());
     let mut added = 0i64;
+    let mut at = None;
     for job in batch {
         let reply = apply(&tx, &job.op, now).map_err(failed)?;
         if let Some(t) = job.facts() {
-            added += i64::from(write_trail(&tx, t, now).map_err(failed)?);
+            let g = match at {
+                Some(g) => g,
+                None => *at.insert(generation(&tx).map_err(failed)?),
+            };
+            added += i64::from(write_trail(&tx, t, now, g).map_err(failed)?);
         }
         out.push(Ok(reply));
     }
@@ -455,9 +460,9 @@ fn run_batch(
         count_trail(&tx, added).map_err(failed)?;
     }
     if let Some(max) = trail_max.filter(|_| added > 0) {
-        // The trim's own failure loses no op: the trail is trimmed later.
-        if let Err(e) = trim_trail(&tx, max) {
-            tracing::warn!(error = %e, "sqlite: trimming the trail failed");
+        // Its own failure loses no op: the next batch rolls instead.
+        if let Err(e) = roll_trail(&tx, max) {
+            tracing::warn!(error = %e, "sqlite: starting a trail generation failed");
         }
     }
     tx.commit().map_err(failed)?;
@@ -769,9 +774,9 @@ fn apply(tx: &Transaction<'_>, op: &Op, now: i64) -> rusqlite::Result<Reply> {
 }
 
 /// Deletes expired nonces, claims, leases, versions and failure counts, at
-/// most [`PURGE_LIMIT`] of each, and the oldest trail events beyond
-/// `trail_max` (one pass of [`trim_trail`]; the batches that add events
-/// trim the rest).
+/// most [`PURGE_LIMIT`] of each, and rows of trail generations past the
+/// kept ones (one pass of [`roll_trail`]; the batches that add events
+/// remove the rest).
 fn purge(conn: &mut Connection, now: i64, trail_max: Option<usize>) -> rusqlite::Result<()> {
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     for (table, key) in [
@@ -790,7 +795,7 @@ fn purge(conn: &mut Connection, now: i64, trail_max: Option<usize>) -> rusqlite:
         )?;
     }
     if let Some(max) = trail_max {
-        trim_trail(&tx, max)?;
+        roll_trail(&tx, max)?;
     }
     tx.commit()
 }
@@ -864,64 +869,66 @@ mod tests {
         (jobs, writer)
     }
 
-    /// Commits events `e{n:03}` for `ids` with a trail bound of `max`, waits
-    /// for every answer, then for one more op's (it comes after the trim
-    /// that followed their batches).
-    fn commit_all(jobs: &Sender<Job>, ids: std::ops::Range<usize>, max: usize) {
-        let answers: Vec<_> = ids
-            .map(|i| commit_noting(jobs, &format!("e{i:03}"), Some(max)))
-            .collect();
-        for answer in answers {
-            assert!(matches!(answer.blocking_recv(), Ok(Ok(Reply::Done))));
-        }
-        let (reply, answer) = oneshot::channel();
-        jobs.send(Job {
-            op: Op::Ping,
-            trail: None,
-            reply,
-        })
-        .expect("writer running");
-        assert!(matches!(answer.blocking_recv(), Ok(Ok(Reply::Done))));
-    }
-
+    /// The rows of `events`, and of its current generation as
+    /// `trail_generation` counts them.
     fn trail_rows(path: &Path) -> (i64, i64) {
         let reader = Connection::open(path).expect("read");
         let rows = reader
             .query_row("SELECT count(*) FROM events", [], |r| r.get(0))
             .expect("count");
         let size = reader
-            .query_row("SELECT events FROM trail_size", [], |r| r.get(0))
+            .query_row("SELECT events FROM trail_generation", [], |r| r.get(0))
             .expect("size");
         (rows, size)
     }
 
-    /// Rows an operator deletes by hand are not in `trail_size` until a
-    /// writer opens the file again; then the trail fills back to its bound.
+    /// Commits events `e{n:03}` for `ids` one after the other, each in a
+    /// transaction of its own.
+    fn commit_each(jobs: &Sender<Job>, ids: std::ops::Range<usize>, max: usize) {
+        for i in ids {
+            let answer = commit_noting(jobs, &format!("e{i:03}"), Some(max));
+            assert!(matches!(answer.blocking_recv(), Ok(Ok(Reply::Done))));
+        }
+    }
+
+    /// The rows of the current generation, counted.
+    fn current_rows(path: &Path) -> i64 {
+        Connection::open(path)
+            .expect("read")
+            .query_row(
+                "SELECT count(*) FROM events WHERE generation = (SELECT current FROM trail_generation)",
+                [],
+                |r| r.get(0),
+            )
+            .expect("count")
+    }
+
+    /// Rows an operator deletes by hand from the current generation are
+    /// not in `trail_generation` until a writer opens the file again.
     #[test]
     fn a_trail_thinned_by_hand_is_counted_again_when_a_writer_opens_the_file() {
         let dir = tempfile::tempdir().expect("dir");
         let path = dir.path().join("t.db");
         let (jobs, writer) = start(dir.path(), Sync::Normal);
-        commit_all(&jobs, 0..150, 100);
-        assert_eq!(trail_rows(&path), (100, 100));
+        // A bound of 100: generations of 7, 15 of them kept.
+        commit_each(&jobs, 0..150, 100);
+        // 150 = 21 × 7 + 3: generations 6 to 20 kept, 21 holds three.
+        assert_eq!(trail_rows(&path), (15 * 7 + 3, 3));
         drop(jobs);
         writer.join().expect("writer thread");
 
         Connection::open(&path)
             .expect("open")
-            .execute("DELETE FROM events WHERE event_id < 'e110'", [])
+            .execute("DELETE FROM events WHERE event_id >= 'e147'", [])
             .expect("delete by hand");
-        assert_eq!(trail_rows(&path), (40, 100), "the count does not see it");
+        assert_eq!(trail_rows(&path), (15 * 7, 3), "the count does not see it");
 
         let (jobs, writer) = start(dir.path(), Sync::Normal);
-        commit_all(&jobs, 150..200, 100);
-        assert_eq!(
-            trail_rows(&path),
-            (90, 90),
-            "nothing trimmed below the bound"
-        );
-        commit_all(&jobs, 200..230, 100);
-        assert_eq!(trail_rows(&path), (100, 100));
+        commit_each(&jobs, 150..157, 100);
+        // Counted again at start (0): the seven fill generation 21, 22
+        // starts and 6 goes; counted as three, 21 would have taken four.
+        assert_eq!(trail_rows(&path), (15 * 7, 0));
+        assert_eq!(current_rows(&path), 0, "generation 22 started");
         drop(jobs);
         writer.join().expect("writer thread");
     }
@@ -953,27 +960,24 @@ mod tests {
     }
 
     /// The trail keeps to its bound while writes keep coming, long before
-    /// the first purge pass; the newest events are the ones kept, each in
-    /// the transaction of its commit.
+    /// the first purge pass: the newest events are the ones kept, each in
+    /// the transaction of its commit, and at most two generations over.
     #[test]
     fn the_trail_keeps_to_its_bound_between_purges() {
         let dir = tempfile::tempdir().expect("dir");
         let path = dir.path().join("t.db");
         let (jobs, writer) = start(dir.path(), Sync::Normal);
-        for round in 0..6 {
-            commit_all(&jobs, round * 50..round * 50 + 50, 100);
-        }
+        commit_each(&jobs, 0..300, 100);
         let reader = Connection::open(&path).expect("read");
         let (held, oldest): (i64, String) = reader
             .query_row("SELECT count(*), min(event_id) FROM events", [], |r| {
                 Ok((r.get(0)?, r.get(1)?))
             })
             .expect("count");
-        assert_eq!(held, 100, "the trail holds its bound");
-        assert!(
-            oldest.as_str() >= "e200",
-            "the newest are kept, oldest {oldest}"
-        );
+        // Generations of 7, 15 kept besides the current one: 300 = 42 × 7
+        // + 6, so generations 27 to 41 (e189 to e293) and e294 to e299.
+        assert_eq!(held, 15 * 7 + 6, "the trail holds its bound");
+        assert_eq!(oldest, "e189", "the newest are kept");
         let done: i64 = reader
             .query_row("SELECT count(*) FROM nonces", [], |r| r.get(0))
             .expect("nonces");
