@@ -216,7 +216,9 @@ pub(super) fn count_trail(conn: &Connection, n: i64) -> rusqlite::Result<()> {
 pub(super) fn recount_trail(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute(
         "INSERT INTO trail_generation (current, oldest, events) \
-         SELECT coalesce(max(generation), 0), coalesce(min(generation), 0), 0 FROM events \
+         SELECT current, oldest, 0 FROM \
+         (SELECT coalesce(max(generation), 0) AS current, coalesce(min(generation), 0) AS oldest \
+          FROM events) \
          WHERE NOT EXISTS (SELECT 1 FROM trail_generation)",
         [],
     )?;

@@ -931,6 +931,28 @@ mod tests {
         assert_eq!(current_rows(&path), 0, "generation 22 started");
         drop(jobs);
         writer.join().expect("writer thread");
+
+        // A row deleted by hand is put back, once, from the rows held (the
+        // newest generation with rows is taken as current: 21, full, so
+        // the next commit starts 22).
+        let conn = Connection::open(&path).expect("open");
+        conn.execute("DELETE FROM trail_generation", [])
+            .expect("delete by hand");
+        let (jobs, writer) = start(dir.path(), Sync::Normal);
+        commit_each(&jobs, 157..158, 100);
+        drop(jobs);
+        writer.join().expect("writer thread");
+        let (jobs, writer) = start(dir.path(), Sync::Normal);
+        drop(jobs);
+        writer.join().expect("writer thread");
+        let rows: Vec<(i64, i64, i64)> = conn
+            .prepare("SELECT current, oldest, events FROM trail_generation")
+            .expect("prepare")
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .expect("query")
+            .collect::<Result<_, _>>()
+            .expect("rows");
+        assert_eq!(rows, [(22, 7, 0)], "one row");
     }
 
     /// With `sync = "full"` SQLite's own checkpoints are off: the writer's
