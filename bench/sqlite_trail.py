@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""What a trail record costs SQLite itself, apart from hookgate.
+
+Each layout runs in a fresh WAL file with the writer's settings
+(`synchronous = OFF`, checkpoints every 4,000 writes): 110,000 events are
+written, then 100,000 more are measured, 25 to a transaction, each event's
+nonce commit beside its trail record. Prints this process's CPU time per
+event for each layout:
+
+  none           the nonce commit only
+  delete-oldest  `events` keyed by (source, event_id), the oldest row
+                 deleted per event past 100,000 (the layout before
+                 generations)
+  grow           the same, never trimmed (the insert alone)
+  generations    hookgate's layout (src/store/sqlite/trail.rs): keyed by
+                 (generation, source, event_id), generations of 6,250, the
+                 ones past the newest 16 deleted as runs of whole pages
+
+  python3 bench/sqlite_trail.py            # CACHE_KIB=2000 (SQLite's default)
+  taskset -c 0 python3 bench/sqlite_trail.py
+The times include Python's own cost per statement: compare the layouts.
+"""
+import os
+import random
+import sqlite3
+import sys
+import tempfile
+import time
+
+MAX, SIZE, KEPT, BATCH = 100_000, 6_250, 16, 25
+FACTS = (
+    '{"fact":"received","at":1764650000000,"replica":"hookgate-7d4f9c-x2x9q","event_type":"push","signed_at":null,"state":"in_flight"}\n'
+    '{"fact":"attempted","attempt":{"at":1764650000003,"replica":"hookgate-7d4f9c-x2x9q","mode":"forward","outcome":"forwarded","status":200,"duration_ms":3},"state":"delivered","next_attempt_at":null,"dead_letter_id":null}\n'
+)
+
+
+def run(layout, directory):
+    path = os.path.join(directory, layout + ".db")
+    c = sqlite3.connect(path, isolation_level=None)
+    c.execute("PRAGMA journal_mode=WAL")
+    c.execute("PRAGMA synchronous=OFF")
+    c.execute("PRAGMA wal_autocheckpoint=0")
+    c.execute("PRAGMA cache_size=-" + os.environ.get("CACHE_KIB", "2000"))
+    c.execute("CREATE TABLE nonces (source TEXT NOT NULL, event_id TEXT NOT NULL, state TEXT, token TEXT,"
+              " expires_ms INTEGER, PRIMARY KEY (source, event_id)) WITHOUT ROWID")
+    key = "generation INTEGER NOT NULL, " if layout == "generations" else ""
+    pk = "generation, source, event_id" if layout == "generations" else "source, event_id"
+    c.execute(f"CREATE TABLE events ({key}source TEXT NOT NULL, event_id TEXT NOT NULL, event_type TEXT,"
+              f" state TEXT NOT NULL, received_ms INTEGER NOT NULL, facts TEXT NOT NULL,"
+              f" PRIMARY KEY ({pk})) WITHOUT ROWID")
+    c.execute("CREATE INDEX events_received ON events (received_ms, source, event_id)")
+    rnd = random.Random(1)
+    state = {"held": 0, "current": 0, "events": 0, "oldest": 0, "ops": 0}
+
+    def batch(t0):
+        c.execute("BEGIN IMMEDIATE")
+        added = 0
+        for k in range(BATCH):
+            e, t = "%032x" % rnd.getrandbits(128), t0 + k
+            c.execute("INSERT OR REPLACE INTO nonces VALUES ('gh', ?, 'done', NULL, ?)", (e, t + 86_400_000))
+            if layout == "generations":
+                added += c.execute("INSERT OR IGNORE INTO events VALUES (?, 'gh', ?, 'push', 'delivered', ?, ?)",
+                                   (state["current"], e, t, FACTS)).rowcount
+            elif layout != "none":
+                added += c.execute("INSERT OR IGNORE INTO events VALUES ('gh', ?, 'push', 'delivered', ?, ?)",
+                                   (e, t, FACTS)).rowcount
+        if layout == "delete-oldest":
+            state["held"] += added
+            over = state["held"] - MAX
+            if over > 0:
+                state["held"] -= c.execute(
+                    "DELETE FROM events WHERE (source, event_id) IN (SELECT source, event_id FROM events"
+                    " ORDER BY received_ms, source, event_id LIMIT ?)", (over,)).rowcount
+        if layout == "generations":
+            state["events"] += added
+            if state["events"] >= SIZE:
+                state["current"] += 1
+                state["events"] = 0
+            keep = state["current"] - KEPT
+            if state["oldest"] < keep:
+                gone = c.execute(
+                    "DELETE FROM events WHERE (generation, source, event_id) IN (SELECT generation, source,"
+                    " event_id FROM events WHERE generation < ? LIMIT 2000)", (keep,)).rowcount
+                if gone < 2000:
+                    state["oldest"] = keep
+        c.execute("COMMIT")
+        state["ops"] += BATCH
+        if state["ops"] >= 4000:
+            c.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            state["ops"] = 0
+
+    t = 1_764_650_000_000
+    for _ in range(110_000 // BATCH):
+        batch(t)
+        t += BATCH
+    start = time.process_time()
+    for _ in range(100_000 // BATCH):
+        batch(t)
+        t += BATCH
+    cpu = (time.process_time() - start) / 100_000 * 1e6
+    rows = c.execute("SELECT count(*) FROM events").fetchone()[0]
+    c.close()
+    return cpu, rows
+
+
+def main():
+    layouts = sys.argv[1:] or ["none", "delete-oldest", "grow", "generations"]
+    print("| layout | CPU µs per event | rows held |")
+    print("|---|---:|---:|")
+    with tempfile.TemporaryDirectory(prefix="hookgate-sqlite-trail.") as directory:
+        for layout in layouts:
+            cpu, rows = run(layout, directory)
+            print(f"| {layout} | {cpu:.1f} | {rows:,} |")
+
+
+if __name__ == "__main__":
+    main()
