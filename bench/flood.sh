@@ -95,8 +95,11 @@ store_bytes() {
 record_bytes() { # stored bytes of the captured event's record (memory: none of its own)
   case $1 in
     memory) echo - ;;
-    sqlite) sqlite3 "file:$WORK/flood.db?mode=ro" "SELECT length(facts) FROM events WHERE event_id = '$CAPTURED'" ;;
-    redis) redis-cli -p "$REDIS_PORT" hstrlen "hookgate:{trail}:facts" "bench:$CAPTURED" ;;
+    sqlite) sqlite3 "file:$WORK/flood.db?mode=ro" "SELECT sum(length(facts)) FROM events WHERE event_id = '$CAPTURED'" ;;
+    redis) # the generations' facts hashes that hold it (one, unless a retry split it)
+      redis-cli -p "$REDIS_PORT" --scan --pattern 'hookgate:{trail}:facts.*' |
+        while read -r key; do redis-cli -p "$REDIS_PORT" hstrlen "$key" "bench:$CAPTURED"; done |
+        awk '{s += $1} END {print s + 0}' ;;
   esac
 }
 
