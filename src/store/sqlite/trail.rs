@@ -84,22 +84,13 @@ pub(super) fn write_trail(
                 _ => None,
             })
             .unwrap_or((now, None));
-        let added = tx
-            .prepare_cached(
-                "INSERT OR IGNORE INTO events \
-                 (generation, source, event_id, event_type, state, received_ms, facts) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?
-            .execute(params![
-                g.current,
-                t.source,
-                t.event_id,
-                event_type,
-                state.word(),
-                at,
-                t.lines
-            ])?;
-        if added == 1 {
+        let row = Row {
+            event_type,
+            state: state.word(),
+            received_ms: at,
+            facts: &t.lines,
+        };
+        if insert(tx, g.current, t, &row)? {
             return Ok(true);
         }
     }
@@ -127,6 +118,40 @@ pub(super) fn write_trail(
         }
     }
     Ok(false)
+}
+
+/// An event's row but its key.
+struct Row<'a> {
+    event_type: Option<&'a str>,
+    state: &'a str,
+    received_ms: i64,
+    facts: &'a str,
+}
+
+/// Inserts `t`'s event into `generation` as `row`, unless held there
+/// already. Returns whether it did.
+fn insert(
+    tx: &Transaction<'_>,
+    generation: i64,
+    t: &TrailWrite,
+    row: &Row<'_>,
+) -> rusqlite::Result<bool> {
+    let added = tx
+        .prepare_cached(
+            "INSERT OR IGNORE INTO events \
+             (generation, source, event_id, event_type, state, received_ms, facts) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )?
+        .execute(params![
+            generation,
+            t.source,
+            t.event_id,
+            row.event_type,
+            row.state,
+            row.received_ms,
+            row.facts
+        ])?;
+    Ok(added == 1)
 }
 
 /// Moves the event's row from the newest older generation that holds it
@@ -158,19 +183,13 @@ fn move_trail(tx: &Transaction<'_>, t: &TrailWrite, g: Generation) -> rusqlite::
             "DELETE FROM events WHERE generation = ?1 AND source = ?2 AND event_id = ?3",
         )?
         .execute(params![n, t.source, t.event_id])?;
-        tx.prepare_cached(
-            "INSERT INTO events (generation, source, event_id, event_type, state, received_ms, facts) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        )?
-        .execute(params![
-            g.current,
-            t.source,
-            t.event_id,
-            event_type,
-            state,
+        let row = Row {
+            event_type: event_type.as_deref(),
+            state: &state,
             received_ms,
-            facts
-        ])?;
+            facts: &facts,
+        };
+        insert(tx, g.current, t, &row)?;
         if facts.len() > crate::trail::COMPACT_BYTES {
             compact_trail(tx, g.current, &t.source, &t.event_id)?;
         }
