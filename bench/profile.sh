@@ -16,6 +16,8 @@ STORE=${1:-memory}
 MODE=${2:-fresh}
 SECONDS_LOAD=${3:-10}
 SCHEME=${SCHEME:-github}
+# The trail's bound ([admin] trail_max_events; 0 = no trail).
+TRAIL=${TRAIL:-100000}
 SECRET=bench-secret-not-for-production
 BIN=${HOOKGATE_BIN:-$ROOT/target/release/hookgate}
 command -v valgrind >/dev/null || { echo "profile: valgrind is required" >&2; exit 1; }
@@ -58,6 +60,7 @@ listen = "127.0.0.1:$PORT"
 upstream = "http://127.0.0.1:$APP"
 [admin]
 listen = "127.0.0.1:$ADMIN"
+trail_max_events = $TRAIL
 [store]
 $STORE_LINES
 [[source]]
@@ -73,7 +76,7 @@ gen fresh 200000 "$WORK/fresh.pool"
 gen dup 1 "$WORK/dup.pool"
 
 mkdir -p "$ROOT/bench/out"
-OUT=$ROOT/bench/out/callgrind.$STORE.$MODE.$SCHEME
+OUT=$ROOT/bench/out/callgrind.$STORE.$MODE.$SCHEME.trail$TRAIL
 taskset -c 0 valgrind --tool=callgrind --callgrind-out-file="$OUT" --dump-instr=no \
   "$BIN" run --config "$WORK/hg.toml" > "$WORK/hg.log" 2>"$WORK/valgrind.log" &
 VG=$!
@@ -105,7 +108,7 @@ sleep 1
 requests=$((after - before))
 dump=$(ls -t "$OUT"* | head -n1)
 total=$(callgrind_annotate "$dump" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1; exit}')
-echo "store=$STORE mode=$MODE scheme=$SCHEME requests=$requests instructions=$total per_request=$((total / (requests > 0 ? requests : 1)))"
+echo "store=$STORE mode=$MODE scheme=$SCHEME trail=$TRAIL requests=$requests instructions=$total per_request=$((total / (requests > 0 ? requests : 1)))"
 callgrind_annotate --inclusive=no "$dump" 2>/dev/null | sed -n '/^Ir/,$p' | head -n 45 > "$OUT.self.txt"
 callgrind_annotate --inclusive=yes "$dump" 2>/dev/null | sed -n '/^Ir/,$p' | head -n 80 > "$OUT.incl.txt"
 echo "top functions: $OUT.self.txt (self) and $OUT.incl.txt (inclusive)"
