@@ -581,14 +581,18 @@ pub fn replica_name() -> String {
 /// Facts as the stores keep them: one JSON object a line, each line ended
 /// by `\n`, so more facts are appended by concatenation.
 pub fn lines_of(facts: &[Fact]) -> String {
-    let mut lines = String::new();
+    // Written in place: an event's facts are a few hundred bytes.
+    let mut lines = Vec::with_capacity(256 * facts.len());
     for fact in facts {
-        if let Ok(line) = serde_json::to_string(fact) {
-            lines.push_str(&line);
-            lines.push('\n');
+        let start = lines.len();
+        if serde_json::to_writer(&mut lines, fact).is_ok() {
+            lines.push(b'\n');
+        } else {
+            lines.truncate(start);
         }
     }
-    lines
+    // serde_json writes UTF-8 only.
+    String::from_utf8(lines).unwrap_or_default()
 }
 
 /// The facts of [`lines_of`]'s text (a line that does not parse is skipped).

@@ -234,7 +234,7 @@ pub struct RedisStore {
     /// Duplicates counted between two trail writes.
     tally: Arc<crate::trail::tally::Tally>,
     /// The trail's generation last seen, per key prefix (see `trail.rs`).
-    trail_generation: Arc<std::sync::Mutex<std::collections::HashMap<String, trail::Seen>>>,
+    trail_generation: Arc<std::sync::Mutex<Vec<(String, trail::Seen)>>>,
 }
 
 impl RedisStore {

@@ -59,7 +59,7 @@ const CHECK_EVERY: u32 = 64;
 /// ... and on its first commit after this long without a look, so that a
 /// replica quiet while the others wrote never writes into a generation
 /// long removed.
-const CHECK_AFTER: std::time::Duration = std::time::Duration::from_millis(100);
+const CHECK_AFTER_MS: i64 = 100;
 
 /// What a replica knows of the trail's generations, per key prefix.
 #[derive(Debug)]
@@ -68,29 +68,30 @@ pub(super) struct Seen {
     /// Commits since the last look, and how many until the next.
     since: u32,
     next: u32,
-    at: std::time::Instant,
+    /// When the last look was (unix ms, the clock of the events' facts).
+    at: i64,
 }
 
 impl Seen {
-    /// Seen generation `generation` with room for `room` events more.
-    fn new(generation: i64, room: i64) -> Seen {
+    /// Seen generation `generation` at `at` with room for `room` events more.
+    fn new(generation: i64, room: i64, at: i64) -> Seen {
         Seen {
             generation,
             since: 0,
             next: u32::try_from(room.max(1))
                 .unwrap_or(u32::MAX)
                 .min(CHECK_EVERY),
-            at: std::time::Instant::now(),
+            at,
         }
     }
 
-    /// Whether this commit reads where the trail stands: once the commits
-    /// since the last look would fill the room it left (so one replica
-    /// alone fills a generation to the event), once in [`CHECK_EVERY`] at
-    /// least, and after [`CHECK_AFTER`].
-    fn due(&mut self) -> bool {
+    /// Whether a commit at `now` reads where the trail stands: once the
+    /// commits since the last look would fill the room it left (so one
+    /// replica alone fills a generation to the event), once in
+    /// [`CHECK_EVERY`] at least, and after [`CHECK_AFTER_MS`].
+    fn due(&mut self, now: i64) -> bool {
         self.since += 1;
-        self.since >= self.next || self.at.elapsed() >= CHECK_AFTER
+        self.since >= self.next || now.saturating_sub(self.at) >= CHECK_AFTER_MS
     }
 }
 
@@ -377,23 +378,29 @@ impl RedisStore {
     /// The generation this replica last saw for `prefix`'s trail, and
     /// whether this commit looks at where the trail stands
     /// ([`Seen::due`]).
-    fn seen_generation(&self, prefix: &str) -> (i64, bool) {
+    fn seen_generation(&self, prefix: &str, now: i64) -> (i64, bool) {
         let Ok(mut seen) = self.trail_generation.lock() else {
             return (0, true);
         };
-        match seen.get_mut(prefix) {
-            Some(held) => (held.generation, held.due()),
+        // One entry per key prefix: a store has one.
+        match seen.iter_mut().find(|(p, _)| p == prefix) {
+            Some((_, held)) => (held.generation, held.due(now)),
             None => {
-                seen.insert(prefix.to_owned(), Seen::new(0, 1));
+                seen.push((prefix.to_owned(), Seen::new(0, 1, now)));
                 (0, true)
             }
         }
     }
 
-    /// Records generation `n`, with room for `room` events more.
-    fn see_generation(&self, prefix: &str, n: i64, room: i64) {
+    /// Records generation `n` seen at `now`, with room for `room` events
+    /// more.
+    fn see_generation(&self, prefix: &str, n: i64, room: i64, now: i64) {
         if let Ok(mut seen) = self.trail_generation.lock() {
-            seen.insert(prefix.to_owned(), Seen::new(n, room));
+            let fresh = Seen::new(n, room, now);
+            match seen.iter_mut().find(|(p, _)| p == prefix) {
+                Some((_, held)) => *held = fresh,
+                None => seen.push((prefix.to_owned(), fresh)),
+            }
         }
     }
 
@@ -401,7 +408,7 @@ impl RedisStore {
     /// pipelined round trip (written first, so a copy of the event that
     /// finds it done finds its trail too), into the generation this replica
     /// last saw: three commands. Every [`CHECK_EVERY`] commits, and on the
-    /// first after [`CHECK_AFTER`], the same round trip also reads the
+    /// first after [`CHECK_AFTER_MS`], the same round trip also reads the
     /// index's size and the current and oldest generations: when the
     /// generation is full this commit starts the next one, and when it was
     /// not one readers look at (removed meanwhile) it removes what it wrote
@@ -421,12 +428,13 @@ impl RedisStore {
         let prefix = note.prefix.as_str();
         let m = member(&note.source, &note.event_id);
         let size = generations(note.max).1;
-        let (n, check) = self.seen_generation(prefix);
-        let mut pipe = redis::pipe();
-        pipe.cmd("HSETNX")
-            .arg(facts_key(prefix, n))
-            .arg(&m)
-            .arg(lines_of(&note.facts));
+        let (n, check) = self.seen_generation(prefix, at);
+        let mut pipe = redis::Pipeline::with_capacity(6);
+        let (facts, lines) = (facts_key(prefix, n), lines_of(&note.facts));
+        // Sized once: the facts are most of the round trip's bytes.
+        let mut hsetnx = redis::Cmd::with_capacity(4, 6 + facts.len() + m.len() + lines.len());
+        hsetnx.arg("HSETNX").arg(facts).arg(&m).arg(lines);
+        pipe.add_command(hsetnx);
         pipe.cmd("ZADD")
             .arg(index_key(prefix, n))
             .arg("NX")
@@ -455,7 +463,7 @@ impl RedisStore {
         let (current, oldest) = (current.unwrap_or(0), oldest.unwrap_or(-1));
         // Room known only in the generation this commit wrote to.
         let room = if n == current { size - held } else { 1 };
-        self.see_generation(prefix, current, room);
+        self.see_generation(prefix, current, room, at);
         if n > current || n < oldest {
             if let Err(e) = self.trail_drop(prefix, n).await {
                 tracing::debug!(error = %e, "trail: removing a stray generation failed");
@@ -485,7 +493,7 @@ impl RedisStore {
         match self.eval::<(i64, i64)>(&ROLL, &keys, &args).await {
             Ok((current, retired)) => {
                 let room = if current == n + 1 { size } else { 1 };
-                self.see_generation(prefix, current, room);
+                self.see_generation(prefix, current, room, crate::time::now_ms());
                 if retired == 1 {
                     self.spawn_retire(prefix);
                 }
