@@ -606,9 +606,12 @@ impl SqliteStore {
             let g = trail::generation(conn)?;
             let mut cursor = before.map(|c| (c.received_ms, c.source, c.event_id));
             let mut stmt = conn.prepare_cached(
+                // A range of `events_received` (no `OR`: it would read from
+                // the newest row on every call); the first page starts
+                // below every time.
                 "SELECT generation, source, event_id, received_ms, facts FROM events \
-                 WHERE (received_ms, source, event_id) < (?1, ?2, ?3) OR ?4 \
-                 ORDER BY received_ms DESC, source DESC, event_id DESC LIMIT ?5",
+                 WHERE (received_ms, source, event_id) < (?1, ?2, ?3) \
+                 ORDER BY received_ms DESC, source DESC, event_id DESC LIMIT ?4",
             )?;
             let mut out = Vec::new();
             // A row skipped (its event listed at a newer row) is read past.
@@ -619,7 +622,7 @@ impl SqliteStore {
                         .clone()
                         .unwrap_or((i64::MAX, String::new(), String::new()));
                 let rows: Vec<(i64, String, String, i64, String)> = stmt
-                    .query_map(params![ms, source, id, cursor.is_none(), asked], |r| {
+                    .query_map(params![ms, source, id, asked], |r| {
                         Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
                     })?
                     .collect::<rusqlite::Result<_>>()?;
