@@ -29,7 +29,8 @@ pub mod schema;
 pub mod trail;
 pub mod writer;
 
-/// Rows one purge pass deletes per table at most (the trail's trim too).
+/// Rows one purge pass deletes per table at most (and one transaction of
+/// the trail's old generations).
 pub const PURGE_LIMIT: i64 = 2000;
 
 use trail::TrailWrite;

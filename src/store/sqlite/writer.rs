@@ -322,8 +322,8 @@ fn fail_all(jobs: &Receiver<Job>, e: &Error) {
 
 /// Runs `batch` in one transaction, counts it, and answers each op: at
 /// once, or (with a syncer) after the WAL is on disk when the answer relies
-/// on it. A batch that adds events to the trail also trims it to
-/// `trail_max`, in the same transaction.
+/// on it. A batch that adds events to the trail also keeps its bound of
+/// `trail_max` in the same transaction ([`roll_trail`]).
 fn commit_batch(
     conn: &mut Connection,
     batch: Vec<Job>,
@@ -430,8 +430,8 @@ fn one(mut results: Vec<Result<Reply, Error>>) -> Result<Reply, Error> {
 }
 
 /// Runs `batch` in one transaction, each op with the trail facts riding
-/// on it; when it added events to the trail, the oldest beyond
-/// `trail_max` go in the same transaction. `Err` when any op failed
+/// on it; when it added events to the trail, the next generation starts
+/// and the ones past the kept go in the same transaction ([`roll_trail`]). `Err` when any op failed
 /// (nothing of the batch is kept then).
 fn run_batch(
     conn: &mut Connection,
