@@ -308,18 +308,14 @@ struct Layout {
 }
 
 impl Layout {
-    /// The index keys, oldest first, each with its rank (0 = the earlier
-    /// versions').
-    fn indexes(&self, prefix: &str) -> Vec<(String, i64)> {
+    /// The index keys, oldest first (the earlier versions' before the
+    /// generations).
+    fn indexes(&self, prefix: &str) -> Vec<String> {
         let mut out = Vec::new();
         if self.earlier {
-            out.push((earlier_keys(prefix).0, 0));
+            out.push(earlier_keys(prefix).0);
         }
-        out.extend(
-            self.generations
-                .clone()
-                .map(|n| (index_key(prefix, n), n + 1)),
-        );
+        out.extend(self.generations.clone().map(|n| index_key(prefix, n)));
         out
     }
 
@@ -751,7 +747,7 @@ impl RedisStore {
             // place in time the newest generation first.
             let mut found: Vec<(i64, String, usize)> = Vec::new();
             let mut more = false;
-            for (i, (key, _)) in indexes.iter().enumerate() {
+            for (i, key) in indexes.iter().enumerate() {
                 let page = self.index_page(key, cursor.as_ref(), want).await?;
                 more |= page.len() == want;
                 found.extend(page.into_iter().map(|(m, score)| (score, m, i)));
@@ -766,7 +762,7 @@ impl RedisStore {
             let members: Vec<&str> = found.iter().map(|(_, m, _)| m.as_str()).collect();
             // Where each member is listed everywhere, and its facts.
             let mut pipe = redis::pipe();
-            for (key, _) in &indexes {
+            for key in &indexes {
                 pipe.cmd("ZMSCORE").arg(key).arg(&members);
             }
             for hash in &hashes {
