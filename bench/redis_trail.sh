@@ -55,7 +55,7 @@ end
 redis.call('SET', KEYS[1], 'done', 'PX', ARGV[1])
 return 1" > "$WORK/generation.sha"
 
-LAYOUTS="none hash hash-trim hash-trim100 generations generations-script"
+LAYOUTS=${LAYOUTS:-"none hash hash-trim hash-trim100 generations generations-script"}
 for layout in $LAYOUTS; do
   for phase in warm measure; do
     python3 - "$layout" "$phase" "$(cat "$WORK/trim.sha")" "$(cat "$WORK/generation.sha")" \
@@ -74,6 +74,7 @@ received = b'{"fact":"received","at":1764650000000,"replica":"hookgate-7d4f9c-x2
 attempted = b'{"fact":"attempted","attempt":{"at":1764650000003,"replica":"hookgate-7d4f9c-x2x9q","mode":"forward","outcome":"forwarded","status":200,"duration_ms":3},"state":"delivered","next_attempt_at":null,"dead_letter_id":null}'
 lines = received + b"\n" + attempted + b"\n"
 out = sys.stdout.buffer
+pending = []
 start, count = (0, 110_000) if phase == "warm" else (110_000, 100_000)
 for i in range(start, start + count):
     m = "bench:ev-%07d" % i
@@ -91,6 +92,22 @@ for i in range(start, start + count):
         out.write(cmd("HSETNX", "hg:{trail}:facts.%d" % g, m, lines))
         out.write(cmd("ZADD", "hg:{trail}:index.%d" % g, "NX", at, m))
         out.write(nonce)
+        if i % SIZE == 0 and g > KEPT:
+            gone = g - KEPT - 1
+            out.write(cmd("UNLINK", "hg:{trail}:facts.%d" % gone, "hg:{trail}:index.%d" % gone))
+    elif layout in ("generations-batched", "generations-list", "facts-only"):
+        g = i // SIZE
+        out.write(cmd("HSETNX", "hg:{trail}:facts.%d" % g, m, lines))
+        if layout == "generations-list":
+            out.write(cmd("RPUSH", "hg:{trail}:index.%d" % g, m))
+        out.write(nonce)
+        if layout == "generations-batched":
+            pending.append((at, m))
+            if len(pending) == 16:
+                args = []
+                for a, mm in pending: args += [a, mm]
+                out.write(cmd("ZADD", "hg:{trail}:index.%d" % g, "NX", *args))
+                pending.clear()
         if i % SIZE == 0 and g > KEPT:
             gone = g - KEPT - 1
             out.write(cmd("UNLINK", "hg:{trail}:facts.%d" % gone, "hg:{trail}:index.%d" % gone))

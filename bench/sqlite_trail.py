@@ -43,12 +43,23 @@ def run(layout, directory):
     c.execute("PRAGMA cache_size=-" + os.environ.get("CACHE_KIB", "2000"))
     c.execute("CREATE TABLE nonces (source TEXT NOT NULL, event_id TEXT NOT NULL, state TEXT, token TEXT,"
               " expires_ms INTEGER, PRIMARY KEY (source, event_id)) WITHOUT ROWID")
-    key = "generation INTEGER NOT NULL, " if layout == "generations" else ""
-    pk = "generation, source, event_id" if layout == "generations" else "source, event_id"
-    c.execute(f"CREATE TABLE events ({key}source TEXT NOT NULL, event_id TEXT NOT NULL, event_type TEXT,"
-              f" state TEXT NOT NULL, received_ms INTEGER NOT NULL, facts TEXT NOT NULL,"
-              f" PRIMARY KEY ({pk})) WITHOUT ROWID")
-    c.execute("CREATE INDEX events_received ON events (received_ms, source, event_id)")
+    appended = layout.startswith("appended")
+    if appended:
+        c.execute("CREATE TABLE events (seq INTEGER PRIMARY KEY, generation INTEGER NOT NULL,"
+                  " source TEXT NOT NULL, event_id TEXT NOT NULL, event_type TEXT,"
+                  " state TEXT NOT NULL, received_ms INTEGER NOT NULL, facts TEXT NOT NULL)")
+        c.execute("CREATE TABLE event_ids (generation INTEGER NOT NULL, source TEXT NOT NULL,"
+                  " event_id TEXT NOT NULL, seq INTEGER NOT NULL,"
+                  " PRIMARY KEY (generation, source, event_id, seq)) WITHOUT ROWID")
+        if layout in ("appended", "appended-ids"):
+            c.execute("CREATE INDEX events_received ON events (received_ms, seq)")
+    else:
+        key = "generation INTEGER NOT NULL, " if layout == "generations" else ""
+        pk = "generation, source, event_id" if layout == "generations" else "source, event_id"
+        c.execute(f"CREATE TABLE events ({key}source TEXT NOT NULL, event_id TEXT NOT NULL, event_type TEXT,"
+                  f" state TEXT NOT NULL, received_ms INTEGER NOT NULL, facts TEXT NOT NULL,"
+                  f" PRIMARY KEY ({pk})) WITHOUT ROWID")
+        c.execute("CREATE INDEX events_received ON events (received_ms, source, event_id)")
     rnd = random.Random(1)
     state = {"held": 0, "current": 0, "events": 0, "oldest": 0, "ops": 0}
 
@@ -61,6 +72,12 @@ def run(layout, directory):
             if layout == "generations":
                 added += c.execute("INSERT OR IGNORE INTO events VALUES (?, 'gh', ?, 'push', 'delivered', ?, ?)",
                                    (state["current"], e, t, FACTS)).rowcount
+            elif appended:
+                c.execute("INSERT INTO events (generation, source, event_id, event_type, state, received_ms,"
+                          " facts) VALUES (?, 'gh', ?, 'push', 'delivered', ?, ?)", (state["current"], e, t, FACTS))
+                added += 1
+                if layout == "appended-ids":
+                    c.execute("INSERT INTO event_ids VALUES (?, 'gh', ?, last_insert_rowid())", (state["current"], e))
             elif layout != "none":
                 added += c.execute("INSERT OR IGNORE INTO events VALUES ('gh', ?, 'push', 'delivered', ?, ?)",
                                    (e, t, FACTS)).rowcount
@@ -71,6 +88,24 @@ def run(layout, directory):
                 state["held"] -= c.execute(
                     "DELETE FROM events WHERE (source, event_id) IN (SELECT source, event_id FROM events"
                     " ORDER BY received_ms, source, event_id LIMIT ?)", (over,)).rowcount
+        if appended:
+            state["events"] += added
+            if state["events"] >= SIZE and layout != "appended-ids":
+                c.execute("INSERT INTO event_ids SELECT generation, source, event_id, seq FROM events"
+                          " WHERE seq >= ? ORDER BY generation, source, event_id, seq", (state.get("first", 0),))
+                state["current"] += 1
+                state["events"] = 0
+                state["first"] = c.execute("SELECT coalesce(max(seq), 0) + 1 FROM events").fetchone()[0]
+                state.setdefault("firsts", {})[state["current"]] = state["first"]
+            keep = state["current"] - KEPT
+            if state["oldest"] < keep:
+                bound = state["firsts"][keep]
+                gone = c.execute("DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE seq < ?"
+                                 " LIMIT 2000)", (bound,)).rowcount
+                c.execute("DELETE FROM event_ids WHERE (generation, source, event_id, seq) IN (SELECT generation,"
+                          " source, event_id, seq FROM event_ids WHERE generation < ? LIMIT 2000)", (keep,))
+                if gone < 2000:
+                    state["oldest"] = keep
         if layout == "generations":
             state["events"] += added
             if state["events"] >= SIZE:
