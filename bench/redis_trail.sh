@@ -17,7 +17,14 @@
 #   generations-script  the same written by one script per event (reading
 #                the generation itself) instead of plain commands
 #
+#   generations-batched  generations with the index written 16 events to
+#                a ZADD instead of one each
+#   generations-list  generations with the index a list (RPUSH): arrival
+#                order, no score
+#   facts-only   generations without any index: HSETNX alone
+#
 #   bash bench/redis_trail.sh        # ROUNDS=3 SERVER_CPU=0
+#   LAYOUTS="none generations facts-only" bash bench/redis_trail.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}

@@ -15,6 +15,12 @@ event for each layout:
   generations    hookgate's layout (src/store/sqlite/trail.rs): keyed by
                  (generation, source, event_id), generations of 6,250, the
                  ones past the newest 16 deleted as runs of whole pages
+  appended       generations too, but `events` in arrival order (a rowid
+                 table: each row on the last page) and the ids of a full
+                 generation put in `event_ids` at once, as one sorted run;
+                 the ids of the generation written now in no index
+  appended-norecv  the same without the index by received time
+  appended-ids   arrival order with each event's id indexed as it comes
 
   python3 bench/sqlite_trail.py            # CACHE_KIB=2000 (SQLite's default)
   taskset -c 0 python3 bench/sqlite_trail.py
@@ -90,9 +96,10 @@ def run(layout, directory):
                     " ORDER BY received_ms, source, event_id LIMIT ?)", (over,)).rowcount
         if appended:
             state["events"] += added
-            if state["events"] >= SIZE and layout != "appended-ids":
-                c.execute("INSERT INTO event_ids SELECT generation, source, event_id, seq FROM events"
-                          " WHERE seq >= ? ORDER BY generation, source, event_id, seq", (state.get("first", 0),))
+            if state["events"] >= SIZE:
+                if layout != "appended-ids":
+                    c.execute("INSERT INTO event_ids SELECT generation, source, event_id, seq FROM events"
+                              " WHERE seq >= ? ORDER BY generation, source, event_id, seq", (state.get("first", 0),))
                 state["current"] += 1
                 state["events"] = 0
                 state["first"] = c.execute("SELECT coalesce(max(seq), 0) + 1 FROM events").fetchone()[0]
@@ -139,7 +146,7 @@ def run(layout, directory):
 
 
 def main():
-    layouts = sys.argv[1:] or ["none", "delete-oldest", "grow", "generations"]
+    layouts = sys.argv[1:] or ["none", "delete-oldest", "grow", "generations", "appended"]
     print("| layout | CPU µs per event | rows held |")
     print("|---|---:|---:|")
     with tempfile.TemporaryDirectory(prefix="hookgate-sqlite-trail.") as directory:

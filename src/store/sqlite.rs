@@ -586,10 +586,8 @@ impl SqliteStore {
         let (source, event_id) = (source.to_owned(), event_id.to_owned());
         let rows = self
             .read(move |conn| {
-                // One snapshot: where the trail stands and its rows.
-                let tx = conn.unchecked_transaction()?;
-                let g = trail::generation(&tx)?;
-                trail::rows_of(&tx, g, None, &source, &event_id)
+                let g = trail::generation(conn)?;
+                trail::rows_of(conn, g, &source, &event_id)
             })
             .await?;
         Ok(joined(&rows))
@@ -606,12 +604,7 @@ impl SqliteStore {
         let before = before.cloned();
         let count = i64::try_from(count).unwrap_or(i64::MAX);
         self.read(move |conn| {
-            // One snapshot: where the trail stands, its rows and their ids.
-            let tx = conn.unchecked_transaction()?;
-            let conn = &*tx;
             let g = trail::generation(conn)?;
-            // The generation written now, read once for every event listed.
-            let tail = trail::tail(conn, g)?;
             let mut cursor = before.map(|c| (c.received_ms, c.source, c.event_id));
             let mut stmt = conn.prepare_cached(
                 // A range of `events_received` (no `OR`: it would read from
@@ -637,7 +630,7 @@ impl SqliteStore {
                 let read = rows.len() as i64;
                 for (generation, source, event_id, received_ms, facts) in rows {
                     cursor = Some((received_ms, source.clone(), event_id.clone()));
-                    let all = trail::rows_of(conn, g, Some(&tail), &source, &event_id)?;
+                    let all = trail::rows_of(conn, g, &source, &event_id)?;
                     // Listed where its newest row stands.
                     let newest = all.iter().map(|(n, at, _)| (*at, *n)).max();
                     if newest.is_some_and(|top| top != (received_ms, generation)) {

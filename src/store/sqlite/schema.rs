@@ -9,19 +9,16 @@
 //! | `failures` | forward-mode event the app failed | `source`, `event_id`, `count` |
 //! | `queue` | queued event | `id`, `source`, `event_id`, `event_type`, `attempts`, `last_error`, `due_ms`, `lease_owner` |
 //! | `dead_letters` | dead letter | `id`, `source`, `event_id`, `event_type`, `attempts`, `last_error`, `dead_ms` |
-//! | `events` | event in the trail (DESIGN §7a), in arrival order | `seq`, `generation`, `source`, `event_id`, `event_type`, `state`, `received_ms`, `facts` (one JSON fact a line) |
-//! | `event_ids` | event of a full generation | `generation`, `source`, `event_id`, `seq` (its row in `events`) |
-//! | `trail_generation` | one row | `current`: the generation written now, `oldest`: the oldest kept, `events`: the events `current` holds, `first`: the `seq` of `current`'s first row |
+//! | `events` | event in the trail (DESIGN §7a), in the generation that holds it | `generation`, `source`, `event_id`, `event_type`, `state`, `received_ms`, `facts` (one JSON fact a line) |
+//! | `trail_generation` | one row | `current`: the generation written now, `oldest`: the oldest kept, `events`: the events `current` holds |
 //!
 //! The trail keeps its bound in generations ([`crate::trail::generations`]):
-//! `events` is in arrival order, so an event is written on its last page,
-//! and the generations past the kept ones leave as runs of whole pages,
-//! never event by event. A generation's ids go into `event_ids` when it is
-//! full, as one sorted run; the rows of `current` (`seq ≥ first`) are in
-//! no index ([`super::trail`]). Every transaction that adds events to
-//! `current` adds their number to `trail_generation.events`; a writer
-//! counts `current`'s rows once when it opens the file (rows an operator
-//! deleted by hand are counted again then).
+//! `events` is keyed by generation first, so an event is written into the
+//! few pages of the generation written now, and the generations past the
+//! kept ones leave as runs of whole pages, never event by event. Every
+//! transaction that adds events to `current` adds their number to
+//! `trail_generation.events`; a writer counts `current`'s rows once when it
+//! opens the file (rows an operator deleted by hand are counted again then).
 //!
 //! A claim lives in `claims`, a table of the few events in flight, so
 //! claiming writes the same few pages whatever the id; only the commit
@@ -157,39 +154,6 @@ CREATE TABLE trail_generation (
     events  INTEGER NOT NULL
 );
 INSERT INTO trail_generation SELECT 0, 0, count(*) FROM events;
-",
-    r"
-CREATE TABLE events_by_arrival (
-    seq         INTEGER PRIMARY KEY,
-    generation  INTEGER NOT NULL,
-    source      TEXT NOT NULL,
-    event_id    TEXT NOT NULL,
-    event_type  TEXT,
-    state       TEXT NOT NULL,
-    received_ms INTEGER NOT NULL,
-    facts       TEXT NOT NULL
-);
-INSERT INTO events_by_arrival (generation, source, event_id, event_type, state, received_ms, facts)
-    SELECT generation, source, event_id, event_type, state, received_ms, facts FROM events
-    ORDER BY generation, received_ms, source, event_id;
-DROP TABLE events;
-ALTER TABLE events_by_arrival RENAME TO events;
-CREATE INDEX events_received ON events (received_ms, source, event_id);
-CREATE TABLE event_ids (
-    generation INTEGER NOT NULL,
-    source     TEXT NOT NULL,
-    event_id   TEXT NOT NULL,
-    seq        INTEGER NOT NULL,
-    PRIMARY KEY (generation, source, event_id)
-) WITHOUT ROWID;
-INSERT INTO event_ids (generation, source, event_id, seq)
-    SELECT generation, source, event_id, seq FROM events
-    WHERE generation < (SELECT current FROM trail_generation)
-    ORDER BY generation, source, event_id;
-ALTER TABLE trail_generation ADD COLUMN first INTEGER NOT NULL DEFAULT 1;
-UPDATE trail_generation SET first = coalesce(
-    (SELECT min(seq) FROM events WHERE generation >= trail_generation.current),
-    (SELECT coalesce(max(seq), 0) + 1 FROM events));
 ",
 ];
 
@@ -339,66 +303,6 @@ mod tests {
                 (0, "c".to_owned(), "x".to_owned())
             ]
         );
-    }
-
-    /// A file of version 6 (the trail keyed by generation) keeps its rows,
-    /// in arrival order by generation; the full generations' ids go into
-    /// `event_ids` and `first` is the current generation's first row.
-    #[test]
-    fn a_trail_keyed_by_generation_is_put_in_arrival_order() {
-        let mut conn = file_at(6);
-        for (generation, id, at) in [
-            (1, "c", 5),
-            (0, "b", 2),
-            (0, "a", 3),
-            (2, "d", 9),
-            (2, "e", 8),
-        ] {
-            conn.execute(
-                "INSERT INTO events VALUES (?1, 's', ?2, NULL, 'delivered', ?3, 'x')",
-                rusqlite::params![generation, id, at],
-            )
-            .expect("row");
-        }
-        conn.execute(
-            "UPDATE trail_generation SET current = 2, oldest = 0, events = 2",
-            [],
-        )
-        .expect("generation");
-        assert_eq!(migrate(&mut conn).expect("migrate"), 6);
-        let rows: Vec<(i64, i64, String)> = conn
-            .prepare("SELECT seq, generation, event_id FROM events ORDER BY seq")
-            .expect("prepare")
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .expect("query")
-            .collect::<Result<_, _>>()
-            .expect("rows");
-        let ids: Vec<&str> = rows.iter().map(|(_, _, id)| id.as_str()).collect();
-        assert_eq!(ids, ["b", "a", "c", "e", "d"]);
-        let indexed: Vec<(i64, String, i64)> = conn
-            .prepare("SELECT generation, event_id, seq FROM event_ids")
-            .expect("prepare")
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .expect("query")
-            .collect::<Result<_, _>>()
-            .expect("ids");
-        let seq = |id: &str| rows.iter().find(|r| r.2 == id).map_or(-1, |r| r.0);
-        assert_eq!(
-            indexed,
-            [
-                (0, "a".to_owned(), seq("a")),
-                (0, "b".to_owned(), seq("b")),
-                (1, "c".to_owned(), seq("c"))
-            ]
-        );
-        let held: (i64, i64, i64, i64) = conn
-            .query_row(
-                "SELECT current, oldest, events, first FROM trail_generation",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-            )
-            .expect("generation");
-        assert_eq!(held, (2, 0, 2, seq("e")));
     }
 
     #[test]

@@ -42,9 +42,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use tokio::sync::oneshot;
 
-use super::trail::{
-    Current, TrailWrite, count_trail, generation, recount_trail, roll_trail, write_trail,
-};
+use super::trail::{TrailWrite, count_trail, generation, recount_trail, roll_trail, write_trail};
 use super::{PURGE_LIMIT, Sync};
 use crate::store::{Claim, Error, Meta, Stored, VERSION_TTL};
 use crate::time::now_ms;
@@ -241,8 +239,6 @@ pub fn run(
     };
     // The trail's bound, as the latest trail write gave it.
     let mut trail_max = None;
-    // The ids of the trail's generation written now (in no index).
-    let mut current = Current::default();
     if let Err(e) = recount_trail(&conn) {
         tracing::warn!(error = %e, "sqlite: counting the trail failed");
     }
@@ -274,14 +270,7 @@ pub fn run(
                 trail_max = Some(max);
             }
             unchecked += batch.len();
-            commit_batch(
-                &mut conn,
-                batch,
-                trail_max,
-                &mut current,
-                syncer.as_ref(),
-                &observers,
-            );
+            commit_batch(&mut conn, batch, trail_max, syncer.as_ref(), &observers);
         }
         if syncer.is_some()
             && unchecked > 0
@@ -339,16 +328,15 @@ fn commit_batch(
     conn: &mut Connection,
     batch: Vec<Job>,
     trail_max: Option<usize>,
-    current: &mut Current,
     syncer: Option<&Sender<Vec<Held>>>,
     observers: &Observers,
 ) {
-    let results = match run_batch(conn, &batch, trail_max, current) {
+    let results = match run_batch(conn, &batch, trail_max) {
         Ok(results) => results,
         // One op failed: each alone, so the others still land.
         Err(_) => batch
             .iter()
-            .map(|job| run_batch(conn, std::slice::from_ref(job), trail_max, current).and_then(one))
+            .map(|job| run_batch(conn, std::slice::from_ref(job), trail_max).and_then(one))
             .collect(),
     };
     if let Some((_, batch_size)) = observers.get() {
@@ -443,27 +431,12 @@ fn one(mut results: Vec<Result<Reply, Error>>) -> Result<Reply, Error> {
 
 /// Runs `batch` in one transaction, each op with the trail facts riding
 /// on it; when it added events to the trail, the next generation starts
-/// and the ones past the kept go in the same transaction ([`roll_trail`]).
-/// `Err` when any op failed (nothing of the batch is kept then, and
-/// `current` forgets what it learned).
+/// and the ones past the kept go in the same transaction ([`roll_trail`]). `Err` when any op failed
+/// (nothing of the batch is kept then).
 fn run_batch(
     conn: &mut Connection,
     batch: &[Job],
     trail_max: Option<usize>,
-    current: &mut Current,
-) -> Result<Vec<Result<Reply, Error>>, Error> {
-    let ran = try_batch(conn, batch, trail_max, current);
-    if ran.is_err() {
-        current.forget();
-    }
-    ran
-}
-
-fn try_batch(
-    conn: &mut Connection,
-    batch: &[Job],
-    trail_max: Option<usize>,
-    current: &mut Current,
 ) -> Result<Vec<Result<Reply, Error>>, Error> {
     let tx = conn
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
@@ -477,13 +450,9 @@ fn try_batch(
         if let Some(t) = job.facts() {
             let g = match at {
                 Some(g) => g,
-                None => {
-                    let g = generation(&tx).map_err(failed)?;
-                    current.sync(&tx, g).map_err(failed)?;
-                    *at.insert(g)
-                }
+                None => *at.insert(generation(&tx).map_err(failed)?),
             };
-            added += i64::from(write_trail(&tx, t, now, g, current).map_err(failed)?);
+            added += i64::from(write_trail(&tx, t, now, g).map_err(failed)?);
         }
         out.push(Ok(reply));
     }
@@ -500,6 +469,7 @@ fn try_batch(
     Ok(out)
 }
 
+/// The query for the expiry of `t`'s lease on `(source, id)`.
 fn lease_expiry(t: Table) -> &'static str {
     match t {
         Table::Nonces => "SELECT expires_ms FROM claims WHERE source = ?1 AND event_id = ?2",
@@ -931,100 +901,6 @@ mod tests {
                 |r| r.get(0),
             )
             .expect("count")
-    }
-
-    /// Facts for event `id` on their own (a count of duplicates: no start).
-    fn note(jobs: &Sender<Job>, id: &str, count: u64, max: usize) {
-        let facts = vec![crate::trail::Fact::Duplicates {
-            count,
-            first: 1,
-            last: 2,
-        }];
-        let (reply, answer) = oneshot::channel();
-        jobs.send(Job {
-            op: Op::Trail(TrailWrite {
-                source: "s".into(),
-                event_id: id.into(),
-                lines: crate::trail::lines_of(&facts),
-                facts,
-                max,
-            }),
-            trail: None,
-            reply,
-        })
-        .expect("writer running");
-        assert!(matches!(answer.blocking_recv(), Ok(Ok(_))));
-    }
-
-    /// Each event's rows: `(generation, facts)`, in arrival order.
-    fn rows_of_event(path: &Path, id: &str) -> Vec<(i64, String)> {
-        Connection::open(path)
-            .expect("read")
-            .prepare("SELECT generation, facts FROM events WHERE event_id = ?1 ORDER BY seq")
-            .expect("prepare")
-            .query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))
-            .expect("query")
-            .collect::<Result<_, _>>()
-            .expect("rows")
-    }
-
-    /// Two writers on one file (`hookgate run` and `hookgate dlq` beside
-    /// it): each finds the rows the other added to the generation written
-    /// now, though they are in no index of the file, and appends to them
-    /// rather than starting second rows; an event in an older generation is
-    /// found through `event_ids` and moved.
-    #[test]
-    fn two_writers_on_one_file_append_to_each_others_rows() {
-        let dir = tempfile::tempdir().expect("dir");
-        let path = dir.path().join("t.db");
-        let (first, first_thread) = start(dir.path(), Sync::Normal);
-        let (second, second_thread) = start(dir.path(), Sync::Normal);
-        // A bound of 100: generations of 7.
-        commit_each(&first, 0..3, 100);
-        note(&second, "e001", 2, 100);
-        commit_each(&second, 3..5, 100);
-        note(&first, "e004", 3, 100);
-        note(&second, "e004", 4, 100);
-        for (id, counts) in [("e001", &[2][..]), ("e004", &[3, 4])] {
-            let rows = rows_of_event(&path, id);
-            assert_eq!(rows.len(), 1, "{id}: {rows:?}");
-            let facts = crate::trail::facts_of(&rows[0].1);
-            let seen: Vec<u64> = facts
-                .iter()
-                .filter_map(|f| match f {
-                    crate::trail::Fact::Duplicates { count, .. } => Some(*count),
-                    _ => None,
-                })
-                .collect();
-            assert_eq!(seen, counts, "{id}: {facts:?}");
-        }
-        // Generation 0 fills (7) and 1 starts: e001 is then found by id.
-        commit_each(&first, 5..9, 100);
-        note(&second, "e001", 5, 100);
-        let rows = rows_of_event(&path, "e001");
-        assert_eq!(rows.len(), 1, "{rows:?}");
-        assert_eq!(rows[0].0, 1, "moved to the generation written now");
-        assert!(
-            rows[0].1.ends_with("\"count\":5,\"first\":1,\"last\":2}\n"),
-            "{rows:?}"
-        );
-        assert_eq!(rows[0].1.matches("duplicates").count(), 2, "{rows:?}");
-        let conn = Connection::open(&path).expect("read");
-        let indexed: Vec<String> = conn
-            .prepare("SELECT event_id FROM event_ids WHERE generation = 0 ORDER BY event_id")
-            .expect("prepare")
-            .query_map([], |r| r.get(0))
-            .expect("query")
-            .collect::<Result<_, _>>()
-            .expect("ids");
-        let expected: Vec<String> = (0..7)
-            .filter(|&i| i != 1)
-            .map(|i| format!("e{i:03}"))
-            .collect();
-        assert_eq!(indexed, expected, "generation 0's ids, less the one moved");
-        drop((first, second));
-        first_thread.join().expect("writer thread");
-        second_thread.join().expect("writer thread");
     }
 
     /// Rows an operator deletes by hand from the current generation are
