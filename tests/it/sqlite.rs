@@ -176,6 +176,14 @@ impl Proc {
     }
 
     fn kill9(&mut self) {
+        // Under strace, hookgate is strace's child: a SIGKILL to strace
+        // alone detaches it and leaves it running.
+        let pid = self.child.id();
+        let children =
+            std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+        for child in children.split_whitespace() {
+            let _ = Command::new("kill").args(["-KILL", child]).status();
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
