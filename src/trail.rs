@@ -22,7 +22,10 @@
 //! beside the event's own writes, and a failed one is logged, not counted as
 //! a store error (the event itself is not affected).
 
+pub mod lines;
 pub mod tally;
+
+pub use lines::{facts_of, lines_of};
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -576,30 +579,6 @@ pub fn replica_name() -> String {
         .map(|h| h.trim().to_owned())
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "hookgate".to_owned())
-}
-
-/// Facts as the stores keep them: one JSON object a line, each line ended
-/// by `\n`, so more facts are appended by concatenation.
-pub fn lines_of(facts: &[Fact]) -> String {
-    // Written in place: an event's facts are a few hundred bytes.
-    let mut lines = Vec::with_capacity(256 * facts.len());
-    for fact in facts {
-        let start = lines.len();
-        if serde_json::to_writer(&mut lines, fact).is_ok() {
-            lines.push(b'\n');
-        } else {
-            lines.truncate(start);
-        }
-    }
-    // serde_json writes UTF-8 only.
-    String::from_utf8(lines).unwrap_or_default()
-}
-
-/// The facts of [`lines_of`]'s text (a line that does not parse is skipped).
-pub fn facts_of(text: &str) -> Vec<Fact> {
-    text.lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect()
 }
 
 /// A `Received` fact stamped now.

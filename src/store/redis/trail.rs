@@ -88,10 +88,17 @@ impl Seen {
     /// Whether a commit at `now` reads where the trail stands: once the
     /// commits since the last look would fill the room it left (so one
     /// replica alone fills a generation to the event), once in
-    /// [`CHECK_EVERY`] at least, and after [`CHECK_AFTER_MS`].
+    /// [`CHECK_EVERY`] at least, and after [`CHECK_AFTER_MS`]. One look is
+    /// in flight at a time: the commits sent while it is (up to one per
+    /// open request) count toward the next look, not each its own.
     fn due(&mut self, now: i64) -> bool {
         self.since += 1;
-        self.since >= self.next || now.saturating_sub(self.at) >= CHECK_AFTER_MS
+        let due = self.since >= self.next || now.saturating_sub(self.at) >= CHECK_AFTER_MS;
+        if due {
+            self.since = 0;
+            self.at = now;
+        }
+        due
     }
 }
 
@@ -259,23 +266,35 @@ async fn drain(store: RedisStore, mut queue: mpsc::Receiver<Note>) {
 
 /// `{prefix}:{trail}:`, the start of every key of the trail.
 fn base(prefix: &str) -> String {
-    format!("{prefix}:{{trail}}:")
+    trail_key(prefix, "", "")
+}
+
+/// `{prefix}:{trail}:{name}{n}`, written without the formatting machinery:
+/// a nonce commit builds two of these per event.
+fn trail_key(prefix: &str, name: &str, n: &str) -> String {
+    const TAG: &str = ":{trail}:";
+    let mut key = String::with_capacity(prefix.len() + TAG.len() + name.len() + n.len());
+    key.push_str(prefix);
+    key.push_str(TAG);
+    key.push_str(name);
+    key.push_str(n);
+    key
 }
 
 fn generation_key(prefix: &str) -> String {
-    format!("{prefix}:{{trail}}:generation")
+    trail_key(prefix, "generation", "")
 }
 
 fn oldest_key(prefix: &str) -> String {
-    format!("{prefix}:{{trail}}:oldest")
+    trail_key(prefix, "oldest", "")
 }
 
 fn facts_key(prefix: &str, n: i64) -> String {
-    format!("{prefix}:{{trail}}:facts.{n}")
+    trail_key(prefix, "facts.", itoa::Buffer::new().format(n))
 }
 
 fn index_key(prefix: &str, n: i64) -> String {
-    format!("{prefix}:{{trail}}:index.{n}")
+    trail_key(prefix, "index.", itoa::Buffer::new().format(n))
 }
 
 /// The earlier versions' index, facts hash, and the prefix of their lists.
@@ -288,7 +307,11 @@ fn earlier_keys(prefix: &str) -> (String, String, String) {
 }
 
 fn member(source: &str, event_id: &str) -> String {
-    format!("{source}:{event_id}")
+    let mut m = String::with_capacity(source.len() + 1 + event_id.len());
+    m.push_str(source);
+    m.push(':');
+    m.push_str(event_id);
+    m
 }
 
 /// When `note` carries a `Received` fact, its time.
@@ -426,36 +449,45 @@ impl RedisStore {
         let size = generations(note.max).1;
         let (n, check) = self.seen_generation(prefix, at);
         let mut pipe = redis::Pipeline::with_capacity(6);
-        let (facts, lines) = (facts_key(prefix, n), lines_of(&note.facts));
-        // Sized once: the facts are most of the round trip's bytes.
+        let (facts, index) = (facts_key(prefix, n), index_key(prefix, n));
+        let lines = lines_of(&note.facts);
+        // Each command sized once: the facts are most of the round trip's
+        // bytes. No reply is `ignore`d (that costs a hash set per
+        // pipeline): an error reply of any command fails the whole query.
         let mut hsetnx = redis::Cmd::with_capacity(4, 6 + facts.len() + m.len() + lines.len());
         hsetnx.arg("HSETNX").arg(facts).arg(&m).arg(lines);
         pipe.add_command(hsetnx);
-        pipe.cmd("ZADD")
-            .arg(index_key(prefix, n))
-            .arg("NX")
-            .arg(at)
-            .arg(&m)
-            .ignore();
-        pipe.cmd("SET")
+        let mut zadd = redis::Cmd::with_capacity(5, 30 + index.len() + m.len());
+        zadd.arg("ZADD").arg(&index).arg("NX").arg(at).arg(&m);
+        pipe.add_command(zadd);
+        let mut set = redis::Cmd::with_capacity(5, 32 + key.len());
+        set.arg("SET")
             .arg(key)
             .arg("done")
             .arg("PX")
-            .arg(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX))
-            .ignore();
+            .arg(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+        pipe.add_command(set);
         if !check {
-            let (added,): (bool,) = self.query_pipeline(&pipe).await?;
+            let (added, _, _): (bool, redis::Value, redis::Value) =
+                self.query_pipeline(&pipe).await?;
             if !added {
                 // Held already: appended in order by the writer.
                 self.trail_note(note);
             }
             return Ok(());
         }
-        pipe.cmd("ZCARD").arg(index_key(prefix, n));
+        pipe.cmd("ZCARD").arg(index);
         pipe.cmd("GET").arg(generation_key(prefix));
         pipe.cmd("GET").arg(oldest_key(prefix));
-        let (added, held, current, oldest): (bool, i64, Option<i64>, Option<i64>) =
-            self.query_pipeline(&pipe).await?;
+        type Looked = (
+            bool,
+            redis::Value,
+            redis::Value,
+            i64,
+            Option<i64>,
+            Option<i64>,
+        );
+        let (added, _, _, held, current, oldest): Looked = self.query_pipeline(&pipe).await?;
         let (current, oldest) = (current.unwrap_or(0), oldest.unwrap_or(-1));
         // Room known only in the generation this commit wrote to.
         let room = if n == current { size - held } else { 1 };
@@ -844,4 +876,43 @@ fn joined(texts: &[Option<String>], listed: &[String]) -> Option<Vec<Fact>> {
         facts.extend(facts_of(text));
     }
     (!facts.is_empty() || texts.iter().any(Option::is_some)).then_some(facts)
+}
+
+#[cfg(test)]
+mod seen_tests {
+    use super::{CHECK_AFTER_MS, CHECK_EVERY, Seen};
+
+    /// How many of `commits` commits at time 0 read where the trail stands.
+    fn looks(seen: &mut Seen, commits: u32) -> u32 {
+        (0..commits).map(|_| u32::from(seen.due(0))).sum()
+    }
+
+    #[test]
+    fn commits_sent_while_a_look_is_in_flight_do_not_each_look_again() {
+        let mut seen = Seen::new(0, 1_000, 0);
+        assert_eq!(looks(&mut seen, CHECK_EVERY - 1), 0);
+        assert!(seen.due(0), "the commit that reaches CHECK_EVERY looks");
+        // No answer yet: 64 requests open send their commits meanwhile.
+        assert_eq!(looks(&mut seen, CHECK_EVERY - 1), 0);
+        assert!(seen.due(0));
+        assert_eq!(looks(&mut seen, 10 * CHECK_EVERY), 10);
+    }
+
+    #[test]
+    fn a_generation_with_little_room_is_looked_at_as_it_fills() {
+        let mut seen = Seen::new(3, 1, 0);
+        assert_eq!(looks(&mut seen, 5), 5, "room for one: every commit looks");
+        let mut seen = Seen::new(3, 5, 0);
+        assert_eq!(looks(&mut seen, 20), 4);
+    }
+
+    #[test]
+    fn a_quiet_replica_looks_once_the_time_is_up_and_not_on_every_commit_after() {
+        let mut seen = Seen::new(0, 1_000, 0);
+        assert!(!seen.due(CHECK_AFTER_MS - 1));
+        assert!(seen.due(CHECK_AFTER_MS));
+        assert!(!seen.due(CHECK_AFTER_MS + 1));
+        assert!(!seen.due(2 * CHECK_AFTER_MS - 1));
+        assert!(seen.due(2 * CHECK_AFTER_MS));
+    }
 }
