@@ -21,6 +21,12 @@ event for each layout:
                  the ids of the generation written now in no index
   appended-norecv  the same without the index by received time
   appended-ids   arrival order with each event's id indexed as it comes
+  slots          generations as in `generations`, each in a table of its
+                 own among 17 (`events_0` to `events_16`, generation n in
+                 table n % 17), a generation past the kept ones removed by
+                 emptying its table whole (`DELETE` without `WHERE`, which
+                 SQLite runs as a truncation: its pages go to the free list
+                 unread row by row)
 
   python3 bench/sqlite_trail.py            # CACHE_KIB=2000 (SQLite's default)
   taskset -c 0 python3 bench/sqlite_trail.py
@@ -59,6 +65,14 @@ def run(layout, directory):
                   " PRIMARY KEY (generation, source, event_id, seq)) WITHOUT ROWID")
         if layout in ("appended", "appended-ids"):
             c.execute("CREATE INDEX events_received ON events (received_ms, seq)")
+    elif layout == "slots":
+        for k in range(KEPT + 1):
+            c.execute(f"CREATE TABLE events_{k} (generation INTEGER NOT NULL, source TEXT NOT NULL,"
+                      f" event_id TEXT NOT NULL, event_type TEXT, state TEXT NOT NULL,"
+                      f" received_ms INTEGER NOT NULL, facts TEXT NOT NULL,"
+                      f" PRIMARY KEY (generation, source, event_id)) WITHOUT ROWID")
+            c.execute(f"CREATE INDEX events_{k}_received ON events_{k} (received_ms, source, event_id)")
+        c.execute("CREATE VIEW events AS " + " UNION ALL ".join(f"SELECT * FROM events_{k}" for k in range(KEPT + 1)))
     else:
         key = "generation INTEGER NOT NULL, " if layout == "generations" else ""
         pk = "generation, source, event_id" if layout == "generations" else "source, event_id"
@@ -77,6 +91,10 @@ def run(layout, directory):
             c.execute("INSERT OR REPLACE INTO nonces VALUES ('gh', ?, 'done', NULL, ?)", (e, t + 86_400_000))
             if layout == "generations":
                 added += c.execute("INSERT OR IGNORE INTO events VALUES (?, 'gh', ?, 'push', 'delivered', ?, ?)",
+                                   (state["current"], e, t, FACTS)).rowcount
+            elif layout == "slots":
+                added += c.execute(f"INSERT OR IGNORE INTO events_{state['current'] % (KEPT + 1)}"
+                                   " VALUES (?, 'gh', ?, 'push', 'delivered', ?, ?)",
                                    (state["current"], e, t, FACTS)).rowcount
             elif appended:
                 c.execute("INSERT INTO events (generation, source, event_id, event_type, state, received_ms,"
@@ -125,6 +143,15 @@ def run(layout, directory):
                     " event_id FROM events WHERE generation < ? LIMIT 2000)", (keep,)).rowcount
                 if gone < 2000:
                     state["oldest"] = keep
+        if layout == "slots":
+            state["events"] += added
+            if state["events"] >= SIZE:
+                state["current"] += 1
+                state["events"] = 0
+            keep = state["current"] - KEPT
+            while state["oldest"] < keep:
+                c.execute(f"DELETE FROM events_{state['oldest'] % (KEPT + 1)}")
+                state["oldest"] += 1
         c.execute("COMMIT")
         state["ops"] += BATCH
         if state["ops"] >= 4000:

@@ -79,9 +79,14 @@ fn failed(e: rusqlite::Error) -> Error {
     Error::Unavailable(format!("sqlite: {e}"))
 }
 
+/// Statements a connection keeps prepared: the trail's take a few per
+/// generation's table ([`trail::SLOTS`]) besides the others'.
+const PREPARED: usize = 256;
+
 fn connection(path: &Path, flags: OpenFlags) -> rusqlite::Result<Connection> {
     let conn = Connection::open_with_flags(path, flags)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.set_prepared_statement_cache_capacity(PREPARED);
     Ok(conn)
 }
 

@@ -9,13 +9,14 @@
 //! | `failures` | forward-mode event the app failed | `source`, `event_id`, `count` |
 //! | `queue` | queued event | `id`, `source`, `event_id`, `event_type`, `attempts`, `last_error`, `due_ms`, `lease_owner` |
 //! | `dead_letters` | dead letter | `id`, `source`, `event_id`, `event_type`, `attempts`, `last_error`, `dead_ms` |
-//! | `events` | event in the trail (DESIGN §7a), in the generation that holds it | `generation`, `source`, `event_id`, `event_type`, `state`, `received_ms`, `facts` (one JSON fact a line) |
+//! | `events` (a view of `events_0` to `events_16`) | event in the trail (DESIGN §7a), in the generation that holds it | `generation`, `source`, `event_id`, `event_type`, `state`, `received_ms`, `facts` (one JSON fact a line) |
 //! | `trail_generation` | one row | `current`: the generation written now, `oldest`: the oldest kept, `events`: the events `current` holds |
 //!
-//! The trail keeps its bound in generations ([`crate::trail::generations`]):
-//! `events` is keyed by generation first, so an event is written into the
-//! few pages of the generation written now, and the generations past the
-//! kept ones leave as runs of whole pages, never event by event. Every
+//! The trail keeps its bound in generations ([`crate::trail::generations`]),
+//! which take turns in the tables `events_0` to `events_16` (generation
+//! `n` in `events_{n % 17}`, [`super::trail`]): an event is written into
+//! the few pages of the generation written now, and a generation past the
+//! kept ones leaves whole, its table emptied, never event by event. Every
 //! transaction that adds events to `current` adds their number to
 //! `trail_generation.events`; a writer counts `current`'s rows once when it
 //! opens the file (rows an operator deleted by hand are counted again then).
@@ -28,10 +29,20 @@
 //! metadata, a newline, the raw body. The schema uses nothing newer than
 //! SQLite 3.40 reads, so the `sqlite3` shell of a current distribution opens it.
 
+use std::sync::LazyLock;
+
 use rusqlite::Connection;
 
-/// Each step takes the file from version `index` to `index + 1`.
-pub const STEPS: &[&str] = &[
+/// Each step takes the file from version `index` to `index + 1`: the
+/// steps written here, then the one that puts the trail's generations in
+/// tables of their own ([`super::trail::slots_step`]).
+pub static STEPS: LazyLock<Vec<String>> = LazyLock::new(|| {
+    let mut steps: Vec<String> = WRITTEN.iter().map(|s| (*s).to_owned()).collect();
+    steps.push(super::trail::slots_step());
+    steps
+});
+
+const WRITTEN: &[&str] = &[
     r"
 CREATE TABLE nonces (
     source     TEXT NOT NULL,
@@ -158,7 +169,7 @@ INSERT INTO trail_generation SELECT 0, 0, count(*) FROM events;
 ];
 
 /// The schema version this build writes.
-pub const VERSION: i64 = STEPS.len() as i64;
+pub const VERSION: i64 = WRITTEN.len() as i64 + 1;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -221,19 +232,30 @@ mod tests {
             "failures",
             "queue",
             "dead_letters",
-            "events",
             "claims",
             "trail_generation",
-        ] {
+        ]
+        .into_iter()
+        .map(str::to_owned)
+        .chain((0..super::super::trail::SLOTS).map(super::super::trail::table))
+        {
             let n: i64 = conn
                 .query_row(
                     "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
-                    [table],
+                    [&table],
                     |r| r.get(0),
                 )
                 .expect("lookup");
             assert_eq!(n, 1, "{table}");
         }
+        let view: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'view' AND name = 'events'",
+                [],
+                |r| r.get(0),
+            )
+            .expect("lookup");
+        assert_eq!(view, 1, "the view events");
         // Again: nothing to do.
         assert_eq!(migrate(&mut conn).expect("again"), VERSION);
     }
@@ -302,6 +324,69 @@ mod tests {
                 (0, "b".to_owned(), "x".to_owned()),
                 (0, "c".to_owned(), "x".to_owned())
             ]
+        );
+    }
+
+    /// A file of version 6 (one `events` table keyed by generation) keeps
+    /// the generations a reader looks through, each in its table, and
+    /// leaves the older ones.
+    #[test]
+    fn the_generations_move_to_their_tables() {
+        use super::super::trail::{SLOTS, table};
+        let mut conn = file_at(6);
+        for (generation, id) in [
+            (2, "old"),
+            (4, "a"),
+            (5, "b"),
+            (19, "c"),
+            (20, "d"),
+            (20, "e"),
+        ] {
+            conn.execute(
+                "INSERT INTO events VALUES (?1, 's', ?2, NULL, 'delivered', 1, 'x')",
+                rusqlite::params![generation, id],
+            )
+            .expect("row");
+        }
+        conn.execute(
+            "UPDATE trail_generation SET current = 20, oldest = 2, events = 2",
+            [],
+        )
+        .expect("generation");
+        assert_eq!(migrate(&mut conn).expect("migrate"), 6);
+        let oldest: i64 = conn
+            .query_row("SELECT oldest FROM trail_generation", [], |r| r.get(0))
+            .expect("oldest");
+        assert_eq!(oldest, 20 - SLOTS + 1);
+        for (generation, ids) in [
+            (4, vec!["a"]),
+            (5, vec!["b"]),
+            (19, vec!["c"]),
+            (20, vec!["d", "e"]),
+        ] {
+            let held: Vec<String> = conn
+                .prepare(&format!(
+                    "SELECT event_id FROM {} WHERE generation = ?1 ORDER BY event_id",
+                    table(generation)
+                ))
+                .expect("prepare")
+                .query_map([generation], |r| r.get(0))
+                .expect("query")
+                .collect::<Result<_, _>>()
+                .expect("rows");
+            assert_eq!(held, ids, "generation {generation}");
+        }
+        let all: Vec<String> = conn
+            .prepare("SELECT event_id FROM events ORDER BY event_id")
+            .expect("prepare")
+            .query_map([], |r| r.get(0))
+            .expect("query")
+            .collect::<Result<_, _>>()
+            .expect("rows");
+        assert_eq!(
+            all,
+            ["a", "b", "c", "d", "e"],
+            "generation 2 is past the kept ones"
         );
     }
 

@@ -1,9 +1,13 @@
-//! The trail's table (DESIGN §7a) as the writer keeps it: an event's facts
-//! appended to its row in the transaction of the op they ride on, folded
-//! into one line when the row grows long; the rows keyed by generation
-//! first ([`crate::trail::generations`]), so that a new event is written
-//! into the pages of the generation written now and the bound is kept by
-//! removing whole generations, never event by event.
+//! The trail's tables (DESIGN §7a) as the writer keeps them: an event's
+//! facts appended to its row in the transaction of the op they ride on,
+//! folded into one line when the row grows long. The trail is kept in
+//! generations ([`crate::trail::generations`]), and the generations take
+//! turns in [`SLOTS`] tables: generation `n` lives in `events_{n % SLOTS}`,
+//! so a new event is written into the pages of the generation written now,
+//! and a generation past the kept ones leaves whole, its table emptied in
+//! one truncation (`DELETE` without `WHERE`: its pages go to the free list,
+//! none of them read row by row or written to the WAL), never event by
+//! event. `events` is a view of all of them for readers.
 //!
 //! An event's row lives in one generation: facts for an event held in an
 //! older one move its row, received time and all, to the one written now.
@@ -14,8 +18,102 @@
 
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
-use super::PURGE_LIMIT;
-use crate::trail::{REACH, generations};
+use std::sync::LazyLock;
+
+use crate::trail::{GENERATIONS, generations};
+
+/// Tables the generations take turns in: one for each kept generation
+/// ([`GENERATIONS`] at most) and one for the generation written now.
+pub const SLOTS: i64 = GENERATIONS as i64 + 1;
+
+/// The name of generation `n`'s table.
+pub fn table(n: i64) -> String {
+    format!("events_{}", n.rem_euclid(SLOTS))
+}
+
+/// The statements on one slot's table, written once.
+struct Sql {
+    insert: String,
+    state: String,
+    append: String,
+    find: String,
+    delete: String,
+    facts: String,
+    set_facts: String,
+    rows: String,
+    clear: String,
+}
+
+impl Sql {
+    fn of(slot: i64) -> Sql {
+        let t = table(slot);
+        let key = "generation = ?1 AND source = ?2 AND event_id = ?3";
+        Sql {
+            insert: format!(
+                "INSERT OR IGNORE INTO {t} \
+                 (generation, source, event_id, event_type, state, received_ms, facts) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+            ),
+            state: format!("SELECT state FROM {t} WHERE {key}"),
+            append: format!(
+                "UPDATE {t} SET state = ?4, facts = facts || ?5 WHERE {key} RETURNING length(facts)"
+            ),
+            find: format!("SELECT state, event_type, received_ms, facts FROM {t} WHERE {key}"),
+            delete: format!("DELETE FROM {t} WHERE {key}"),
+            facts: format!("SELECT facts FROM {t} WHERE {key}"),
+            set_facts: format!("UPDATE {t} SET facts = ?4 WHERE {key}"),
+            rows: format!("SELECT received_ms, facts FROM {t} WHERE {key}"),
+            clear: format!("DELETE FROM {t}"),
+        }
+    }
+}
+
+/// Generation `n`'s statements.
+fn sql(n: i64) -> &'static Sql {
+    static ALL: LazyLock<Vec<Sql>> = LazyLock::new(|| (0..SLOTS).map(Sql::of).collect());
+    // rem_euclid is in 0..SLOTS, the length of ALL.
+    &ALL[usize::try_from(n.rem_euclid(SLOTS)).unwrap_or(0)]
+}
+
+/// The schema step that puts the generations in their tables, and the
+/// view `events` over them (rows of a generation older than the newest
+/// [`SLOTS`] are left behind: they are past the kept ones).
+pub fn slots_step() -> String {
+    let mut step = String::new();
+    let current = "coalesce((SELECT current FROM trail_generation), \
+                   (SELECT max(generation) FROM events), 0)";
+    for k in 0..SLOTS {
+        let t = table(k);
+        step.push_str(&format!(
+            "CREATE TABLE {t} (
+    generation  INTEGER NOT NULL,
+    source      TEXT NOT NULL,
+    event_id    TEXT NOT NULL,
+    event_type  TEXT,
+    state       TEXT NOT NULL,
+    received_ms INTEGER NOT NULL,
+    facts       TEXT NOT NULL,
+    PRIMARY KEY (generation, source, event_id)
+) WITHOUT ROWID;
+CREATE INDEX {t}_received ON {t} (received_ms, source, event_id);
+INSERT INTO {t} SELECT * FROM events
+    WHERE generation % {SLOTS} = {k} AND generation > {current} - {SLOTS};
+"
+        ));
+    }
+    step.push_str(&format!(
+        "DROP TABLE events;
+CREATE VIEW events AS {};
+UPDATE trail_generation SET oldest = max(oldest, current - {});
+",
+        (0..SLOTS)
+            .map(|k| format!("SELECT * FROM {}", table(k)))
+            .collect::<Vec<_>>()
+            .join(" UNION ALL "),
+        SLOTS - 1
+    ));
+    step
+}
 
 /// Facts appended to an event's trail; the oldest generations beyond
 /// `max` are removed between batches.
@@ -37,9 +135,10 @@ pub struct Generation {
 }
 
 impl Generation {
-    /// The generations a reader or a writer looks through, oldest first.
+    /// The generations a reader or a writer looks through, oldest first:
+    /// at most [`SLOTS`], one a table.
     pub fn live(&self) -> std::ops::RangeInclusive<i64> {
-        self.oldest.max(self.current - REACH).max(0)..=self.current
+        self.oldest.max(self.current - SLOTS + 1).max(0)..=self.current
     }
 }
 
@@ -95,24 +194,17 @@ pub(super) fn write_trail(
         }
     }
     let held: Option<String> = tx
-        .prepare_cached(
-            "SELECT state FROM events WHERE generation = ?1 AND source = ?2 AND event_id = ?3",
-        )?
+        .prepare_cached(&sql(g.current).state)?
         .query_row(params![g.current, t.source, t.event_id], |r| r.get(0))
         .optional()?;
     let Some(was) = held.as_deref().and_then(crate::trail::State::parse) else {
         return move_trail(tx, t, g);
     };
     if let Some(state) = t.facts.iter().fold(Some(was), next_state) {
-        let length: i64 = tx
-            .prepare_cached(
-                "UPDATE events SET state = ?4, facts = facts || ?5 \
-                 WHERE generation = ?1 AND source = ?2 AND event_id = ?3 RETURNING length(facts)",
-            )?
-            .query_row(
-                params![g.current, t.source, t.event_id, state.word(), t.lines],
-                |r| r.get(0),
-            )?;
+        let length: i64 = tx.prepare_cached(&sql(g.current).append)?.query_row(
+            params![g.current, t.source, t.event_id, state.word(), t.lines],
+            |r| r.get(0),
+        )?;
         if usize::try_from(length).unwrap_or(usize::MAX) > crate::trail::COMPACT_BYTES {
             compact_trail(tx, g.current, &t.source, &t.event_id)?;
         }
@@ -137,11 +229,7 @@ fn insert(
     row: &Row<'_>,
 ) -> rusqlite::Result<bool> {
     let added = tx
-        .prepare_cached(
-            "INSERT OR IGNORE INTO events \
-             (generation, source, event_id, event_type, state, received_ms, facts) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        )?
+        .prepare_cached(&sql(generation).insert)?
         .execute(params![
             generation,
             t.source,
@@ -159,12 +247,9 @@ fn insert(
 /// event held nowhere takes no facts without a start).
 fn move_trail(tx: &Transaction<'_>, t: &TrailWrite, g: Generation) -> rusqlite::Result<bool> {
     use crate::trail::next_state;
-    let mut find = tx.prepare_cached(
-        "SELECT state, event_type, received_ms, facts FROM events \
-         WHERE generation = ?1 AND source = ?2 AND event_id = ?3",
-    )?;
     for n in g.live().rev().filter(|&n| n < g.current) {
-        let row: Option<(String, Option<String>, i64, String)> = find
+        let row: Option<(String, Option<String>, i64, String)> = tx
+            .prepare_cached(&sql(n).find)?
             .query_row(params![n, t.source, t.event_id], |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
             })
@@ -179,10 +264,8 @@ fn move_trail(tx: &Transaction<'_>, t: &TrailWrite, g: Generation) -> rusqlite::
             .fold(was, next_state)
             .map_or(state, |s| s.word().to_owned());
         let facts = facts + &t.lines;
-        tx.prepare_cached(
-            "DELETE FROM events WHERE generation = ?1 AND source = ?2 AND event_id = ?3",
-        )?
-        .execute(params![n, t.source, t.event_id])?;
+        tx.prepare_cached(&sql(n).delete)?
+            .execute(params![n, t.source, t.event_id])?;
         let row = Row {
             event_type: event_type.as_deref(),
             state: &state,
@@ -208,15 +291,11 @@ pub(super) fn compact_trail(
     event_id: &str,
 ) -> rusqlite::Result<()> {
     let text: String = tx
-        .prepare_cached(
-            "SELECT facts FROM events WHERE generation = ?1 AND source = ?2 AND event_id = ?3",
-        )?
+        .prepare_cached(&sql(generation).facts)?
         .query_row(params![generation, source, event_id], |r| r.get(0))?;
     if let Some(folded) = crate::trail::compact(&text) {
-        tx.prepare_cached(
-            "UPDATE events SET facts = ?4 WHERE generation = ?1 AND source = ?2 AND event_id = ?3",
-        )?
-        .execute(params![generation, source, event_id, folded])?;
+        tx.prepare_cached(&sql(generation).set_facts)?
+            .execute(params![generation, source, event_id, folded])?;
     }
     Ok(())
 }
@@ -250,32 +329,29 @@ pub(super) fn recount_trail(conn: &Connection) -> rusqlite::Result<()> {
 }
 
 /// Starts the next generation when the current one holds its share of
-/// `max`, and removes rows of the generations past the kept ones, at most
-/// [`PURGE_LIMIT`] (the batches after go on where it stopped).
+/// `max`, and empties the tables of the generations past the kept ones.
 pub(super) fn roll_trail(conn: &Connection, max: usize) -> rusqlite::Result<()> {
     let (kept, size) = generations(max);
-    let (mut current, mut oldest, held): (i64, i64, i64) = conn
+    let (mut current, oldest, held): (i64, i64, i64) = conn
         .prepare_cached("SELECT current, oldest, events FROM trail_generation")?
         .query_row([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
     if held >= size {
         current += 1;
+        // The table it takes held generation `current - SLOTS`, past the
+        // kept ones, or nothing.
+        conn.prepare_cached(&sql(current).clear)?.execute([])?;
         conn.prepare_cached("UPDATE trail_generation SET current = ?1, events = 0")?
             .execute(params![current])?;
     }
-    // The kept full generations and the current one.
+    // The kept full generations and the current one: `kept < SLOTS`, so
+    // the generations emptied here have tables of their own.
     let keep = current - kept;
     if oldest < keep {
-        let gone = conn
-            .prepare_cached(
-                "DELETE FROM events WHERE (generation, source, event_id) IN \
-                 (SELECT generation, source, event_id FROM events WHERE generation < ?1 LIMIT ?2)",
-            )?
-            .execute(params![keep, PURGE_LIMIT])?;
-        if i64::try_from(gone).unwrap_or(i64::MAX) < PURGE_LIMIT {
-            oldest = keep;
-            conn.prepare_cached("UPDATE trail_generation SET oldest = ?1")?
-                .execute(params![oldest])?;
+        for n in oldest.max(current - SLOTS + 1)..keep {
+            conn.prepare_cached(&sql(n).clear)?.execute([])?;
         }
+        conn.prepare_cached("UPDATE trail_generation SET oldest = ?1")?
+            .execute(params![keep])?;
     }
     Ok(())
 }
@@ -288,12 +364,10 @@ pub fn rows_of(
     source: &str,
     event_id: &str,
 ) -> rusqlite::Result<Vec<(i64, i64, String)>> {
-    let mut find = conn.prepare_cached(
-        "SELECT received_ms, facts FROM events WHERE generation = ?1 AND source = ?2 AND event_id = ?3",
-    )?;
     let mut out = Vec::new();
     for n in g.live() {
-        if let Some((at, facts)) = find
+        if let Some((at, facts)) = conn
+            .prepare_cached(&sql(n).rows)?
             .query_row(params![n, source, event_id], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()?
         {

@@ -803,6 +803,7 @@ fn purge(conn: &mut Connection, now: i64, trail_max: Option<usize>) -> rusqlite:
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::sqlite::trail::table;
 
     /// The rows of `table` in the database file alone, the WAL ignored.
     fn rows_in_the_file(path: &Path, table: &str) -> i64 {
@@ -919,7 +920,10 @@ mod tests {
 
         Connection::open(&path)
             .expect("open")
-            .execute("DELETE FROM events WHERE event_id >= 'e147'", [])
+            .execute(
+                &format!("DELETE FROM {} WHERE event_id >= 'e147'", table(21)),
+                [],
+            )
             .expect("delete by hand");
         assert_eq!(trail_rows(&path), (15 * 7, 3), "the count does not see it");
 
