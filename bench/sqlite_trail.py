@@ -131,27 +131,21 @@ def run(layout, directory):
                           " source, event_id, seq FROM event_ids WHERE generation < ? LIMIT 2000)", (keep,))
                 if gone < 2000:
                     state["oldest"] = keep
-        if layout == "generations":
+        if layout in ("generations", "slots"):
             state["events"] += added
             if state["events"] >= SIZE:
                 state["current"] += 1
                 state["events"] = 0
             keep = state["current"] - KEPT
+            while layout == "slots" and state["oldest"] < keep:
+                c.execute(f"DELETE FROM events_{state['oldest'] % (KEPT + 1)}")
+                state["oldest"] += 1
             if state["oldest"] < keep:
                 gone = c.execute(
                     "DELETE FROM events WHERE (generation, source, event_id) IN (SELECT generation, source,"
                     " event_id FROM events WHERE generation < ? LIMIT 2000)", (keep,)).rowcount
                 if gone < 2000:
                     state["oldest"] = keep
-        if layout == "slots":
-            state["events"] += added
-            if state["events"] >= SIZE:
-                state["current"] += 1
-                state["events"] = 0
-            keep = state["current"] - KEPT
-            while state["oldest"] < keep:
-                c.execute(f"DELETE FROM events_{state['oldest'] % (KEPT + 1)}")
-                state["oldest"] += 1
         c.execute("COMMIT")
         state["ops"] += BATCH
         if state["ops"] >= 4000:
