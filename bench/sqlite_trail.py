@@ -27,6 +27,8 @@ event for each layout:
                  emptying its table whole (`DELETE` without `WHERE`, which
                  SQLite runs as a truncation: its pages go to the free list
                  unread row by row)
+  slots-rowid    the same tables in arrival order (rowid tables: each row
+                 on the last page), the id in a unique index of its own
 
   python3 bench/sqlite_trail.py            # CACHE_KIB=2000 (SQLite's default)
   taskset -c 0 python3 bench/sqlite_trail.py
@@ -65,12 +67,18 @@ def run(layout, directory):
                   " PRIMARY KEY (generation, source, event_id, seq)) WITHOUT ROWID")
         if layout in ("appended", "appended-ids"):
             c.execute("CREATE INDEX events_received ON events (received_ms, seq)")
-    elif layout == "slots":
+    elif layout.startswith("slots"):
         for k in range(KEPT + 1):
-            c.execute(f"CREATE TABLE events_{k} (generation INTEGER NOT NULL, source TEXT NOT NULL,"
-                      f" event_id TEXT NOT NULL, event_type TEXT, state TEXT NOT NULL,"
-                      f" received_ms INTEGER NOT NULL, facts TEXT NOT NULL,"
-                      f" PRIMARY KEY (generation, source, event_id)) WITHOUT ROWID")
+            if layout == "slots":
+                c.execute(f"CREATE TABLE events_{k} (generation INTEGER NOT NULL, source TEXT NOT NULL,"
+                          f" event_id TEXT NOT NULL, event_type TEXT, state TEXT NOT NULL,"
+                          f" received_ms INTEGER NOT NULL, facts TEXT NOT NULL,"
+                          f" PRIMARY KEY (generation, source, event_id)) WITHOUT ROWID")
+            else:
+                c.execute(f"CREATE TABLE events_{k} (generation INTEGER NOT NULL, source TEXT NOT NULL,"
+                          f" event_id TEXT NOT NULL, event_type TEXT, state TEXT NOT NULL,"
+                          f" received_ms INTEGER NOT NULL, facts TEXT NOT NULL)")
+                c.execute(f"CREATE UNIQUE INDEX events_{k}_id ON events_{k} (generation, source, event_id)")
             c.execute(f"CREATE INDEX events_{k}_received ON events_{k} (received_ms, source, event_id)")
         c.execute("CREATE VIEW events AS " + " UNION ALL ".join(f"SELECT * FROM events_{k}" for k in range(KEPT + 1)))
     else:
@@ -92,7 +100,7 @@ def run(layout, directory):
             if layout == "generations":
                 added += c.execute("INSERT OR IGNORE INTO events VALUES (?, 'gh', ?, 'push', 'delivered', ?, ?)",
                                    (state["current"], e, t, FACTS)).rowcount
-            elif layout == "slots":
+            elif layout.startswith("slots"):
                 added += c.execute(f"INSERT OR IGNORE INTO events_{state['current'] % (KEPT + 1)}"
                                    " VALUES (?, 'gh', ?, 'push', 'delivered', ?, ?)",
                                    (state["current"], e, t, FACTS)).rowcount
@@ -131,13 +139,13 @@ def run(layout, directory):
                           " source, event_id, seq FROM event_ids WHERE generation < ? LIMIT 2000)", (keep,))
                 if gone < 2000:
                     state["oldest"] = keep
-        if layout in ("generations", "slots"):
+        if layout in ("generations", "slots", "slots-rowid"):
             state["events"] += added
             if state["events"] >= SIZE:
                 state["current"] += 1
                 state["events"] = 0
             keep = state["current"] - KEPT
-            while layout == "slots" and state["oldest"] < keep:
+            while layout.startswith("slots") and state["oldest"] < keep:
                 c.execute(f"DELETE FROM events_{state['oldest'] % (KEPT + 1)}")
                 state["oldest"] += 1
             if state["oldest"] < keep:
