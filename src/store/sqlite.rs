@@ -29,8 +29,7 @@ pub mod schema;
 pub mod trail;
 pub mod writer;
 
-/// Rows one purge pass deletes per table at most (and one transaction of
-/// the trail's old generations).
+/// Rows one purge pass deletes per table at most.
 pub const PURGE_LIMIT: i64 = 2000;
 
 use trail::TrailWrite;

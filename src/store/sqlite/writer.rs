@@ -774,9 +774,9 @@ fn apply(tx: &Transaction<'_>, op: &Op, now: i64) -> rusqlite::Result<Reply> {
 }
 
 /// Deletes expired nonces, claims, leases, versions and failure counts, at
-/// most [`PURGE_LIMIT`] of each, and rows of trail generations past the
-/// kept ones (one pass of [`roll_trail`]; the batches that add events
-/// remove the rest).
+/// most [`PURGE_LIMIT`] of each, and empties the tables of trail
+/// generations past the kept ones ([`roll_trail`], as the batches that add
+/// events do).
 fn purge(conn: &mut Connection, now: i64, trail_max: Option<usize>) -> rusqlite::Result<()> {
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     for (table, key) in [
