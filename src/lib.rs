@@ -26,7 +26,8 @@
 //! - [`store`]: the nonce store (SQLite, memory, Redis, Sentinel or Cluster)
 //!   that turns retries into duplicates, and for the durable engines the
 //!   queue and dead letters, one backend per engine (`store/redis/queue.rs`,
-//!   `store/sqlite/`: the writer thread with group commit, the schema);
+//!   `store/sqlite/`: the writer thread with group commit, the ops it runs,
+//!   the WAL syncer, the schema, the trail);
 //!   `store::keys` holds the whole key layout.
 //! - [`ordering`]: the version gate: never older than what the app accepted.
 //! - [`delivery`]: the life of a claimed event, written once: claim, gate,

@@ -25,15 +25,18 @@ use tokio::sync::oneshot;
 use super::keys::{self, Named};
 use super::{Claim, Error, Meta, Note, Stored};
 
+pub mod ops;
 pub mod schema;
+mod syncer;
 pub mod trail;
 pub mod writer;
 
 /// Rows one purge pass deletes per table at most.
 pub const PURGE_LIMIT: i64 = 2000;
 
+use ops::{Op, Reply, Table};
 use trail::TrailWrite;
-use writer::{Job, Op, Reply, Table};
+use writer::Job;
 
 /// `[store] sync`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

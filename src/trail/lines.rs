@@ -142,7 +142,12 @@ fn push_opt_str(out: &mut String, s: Option<&str>) {
 /// UTF-8 as it is): a string with none of them is copied between quotes,
 /// any other is quoted by serde_json.
 fn push_str(out: &mut String, s: &str) {
-    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+    // Every byte is looked at (no early exit), so the check runs on whole
+    // vectors of bytes.
+    let plain = s.bytes().fold(true, |plain, b| {
+        plain & (b >= 0x20) & (b != b'"') & (b != b'\\')
+    });
+    if plain {
         out.push('"');
         out.push_str(s);
         out.push('"');

@@ -2,19 +2,21 @@
 //!
 //! Requests send [`Op`]s over a channel. The thread takes the first waiting
 //! op and every op queued behind it (at most [`MAX_BATCH`]), runs them in one
-//! `BEGIN IMMEDIATE` transaction and commits once.
+//! `BEGIN IMMEDIATE` transaction ([`apply`], in [`super::ops`]) and commits
+//! once.
 //!
 //! With `sync = "full"` the writer commits with `synchronous = OFF`: its
 //! commits write the WAL and never wait for the disk. A second thread, the
-//! syncer, fdatasyncs the WAL file and only then answers the ops an answer
-//! relies on: those that back a promise ([`Op::durable`]: a nonce commit,
-//! an enqueue, a version advance, a dead letter, a queue settle or retry)
-//! and a claim answered `Done` (it reports a commit that may not be on disk
-//! yet). One fdatasync covers every commit made before it starts (the WAL is
-//! one file), so while it runs the writer commits the next batches, and the
-//! next fdatasync answers all of them: under load one fsync serves many
-//! requests and no commit waits for another's fsync. Every other op
-//! (claims taken or refused as in flight, releases, leases, the trail) is
+//! syncer ([`super::syncer`]), fdatasyncs the WAL file and only then
+//! answers the ops an answer relies on: those that back a promise
+//! ([`Op::durable`]: a nonce commit, an enqueue, a version advance, a dead
+//! letter, a queue settle or retry) and a claim answered `Done` (it
+//! reports a commit that may not be on disk yet). One fdatasync covers
+//! every commit made before it starts (the WAL is one file), so while it
+//! runs the writer commits the next batches, and the next fdatasync
+//! answers all of them: under load one fsync serves many requests and no
+//! commit waits for another's fsync. Every other op (claims taken or
+//! refused as in flight, releases, leases, the trail) is
 //! answered right after its commit; a crash ends every lease anyway.
 //!
 //! Checkpoints (WAL pages copied into the database file) are not left to
@@ -31,20 +33,20 @@
 //! again one transaction each, so one bad op fails alone. Expired rows are
 //! purged between batches, at most [`PURGE_LIMIT`] rows per table per pass.
 
-use std::fs::File;
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use prometheus_client::metrics::histogram::Histogram;
-use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use rusqlite::{Connection, params};
 use tokio::sync::oneshot;
 
+use super::ops::{Op, Reply, apply};
+use super::syncer::{Held, start_syncer};
 use super::trail::{TrailWrite, count_trail, generation, recount_trail, roll_trail, write_trail};
 use super::{PURGE_LIMIT, Sync};
-use crate::store::{Claim, Error, Meta, Stored, VERSION_TTL};
+use crate::store::{Claim, Error};
 use crate::time::now_ms;
 
 /// Ops one transaction holds at most.
@@ -58,128 +60,6 @@ pub const CHECKPOINT_OPS: usize = 4000;
 const WAL_LIMIT_BYTES: i64 = 64 << 20;
 /// With `sync = "full"`: the longest a committed op waits for a checkpoint.
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
-
-/// Which lease table a claim or release names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Table {
-    /// `nonces`: an event id.
-    Nonces,
-    /// `leases`: a gated resource while one of its versions is delivered.
-    Leases,
-}
-
-/// One write, as the writer thread runs it.
-#[derive(Debug)]
-pub enum Op {
-    Claim {
-        table: Table,
-        source: String,
-        id: String,
-        token: String,
-        lease_ms: i64,
-    },
-    Commit {
-        source: String,
-        id: String,
-        ttl_ms: i64,
-    },
-    Release {
-        table: Table,
-        source: String,
-        id: String,
-        token: String,
-    },
-    VersionAdvance {
-        source: String,
-        resource: String,
-        version: i128,
-    },
-    Failure {
-        source: String,
-        id: String,
-        ttl_ms: i64,
-    },
-    /// With `commit`: that nonce (source, id, ttl ms) marked done in the
-    /// same transaction.
-    Enqueue {
-        meta: Meta,
-        envelope: Vec<u8>,
-        commit: Option<(String, String, i64)>,
-    },
-    Take {
-        source: String,
-        consumer: String,
-        lease_ms: i64,
-        count: i64,
-    },
-    Settle {
-        id: i64,
-    },
-    Park {
-        id: i64,
-        meta: Meta,
-        envelope: Vec<u8>,
-        delay_ms: i64,
-    },
-    /// A dead letter, and the queue entry it comes from (removed in the same
-    /// transaction), if any.
-    Bury {
-        from_queue: Option<i64>,
-        meta: Meta,
-        envelope: Vec<u8>,
-    },
-    DeadRemove {
-        id: i64,
-    },
-    DeadReplace {
-        id: i64,
-        meta: Meta,
-        envelope: Vec<u8>,
-    },
-    /// Facts appended to an event's trail on their own (a note that rides
-    /// on no other write of the event: see [`Job::trail`]).
-    Trail(TrailWrite),
-    /// A source's delivery paused (DESIGN §6a), replacing an earlier pause.
-    Pause {
-        source: String,
-        by: String,
-        reason: Option<String>,
-        since_ms: i64,
-    },
-    /// A source's delivery resumed: [`Reply::Moved`] says whether it was paused.
-    Resume {
-        source: String,
-    },
-    /// A write that changes nothing, to show the file takes writes.
-    Ping,
-}
-
-impl Op {
-    /// Whether an answer relies on this write being on disk.
-    fn durable(&self) -> bool {
-        !matches!(
-            self,
-            Op::Claim { .. }
-                | Op::Release { .. }
-                | Op::Failure { .. }
-                | Op::Take { .. }
-                | Op::Trail(_)
-                | Op::Ping
-        )
-    }
-}
-
-/// What an op answers.
-#[derive(Debug)]
-pub enum Reply {
-    Done,
-    Claim(Claim),
-    Moved(bool),
-    Count(u64),
-    Id(i64),
-    Replaced(Option<i64>),
-    Taken(Vec<Stored>),
-}
 
 pub struct Job {
     pub op: Op,
@@ -207,9 +87,6 @@ pub type Observers = Arc<OnceLock<(Histogram, Histogram)>>;
 fn failed(e: rusqlite::Error) -> Error {
     Error::Unavailable(format!("sqlite: {e}"))
 }
-
-/// An answer held until the WAL is on disk.
-type Held = (oneshot::Sender<Result<Reply, Error>>, Result<Reply, Error>);
 
 /// Runs until every sender is gone. `wal` is the file the syncer
 /// fdatasyncs (with `sync = "full"`).
@@ -366,63 +243,6 @@ fn commit_batch(
     }
 }
 
-/// Starts the thread that fdatasyncs `wal` and then answers what waited
-/// for it; it ends when the writer drops the sender.
-fn start_syncer(wal: PathBuf, observers: Observers) -> Sender<Vec<Held>> {
-    let (sender, pending) = mpsc::channel::<Vec<Held>>();
-    let spawned = std::thread::Builder::new()
-        .name("sqlite-syncer".into())
-        .spawn(move || sync_loop(&wal, &pending, &observers));
-    if let Err(e) = spawned {
-        // The receiver is gone with the closure: every held answer then
-        // fails in commit_batch.
-        tracing::error!(error = %e, "sqlite: cannot start the syncer");
-    }
-    sender
-}
-
-fn sync_loop(wal: &Path, pending: &Receiver<Vec<Held>>, observers: &Observers) {
-    let mut file: Option<(File, u64)> = None;
-    while let Ok(mut held) = pending.recv() {
-        // Everything committed so far is covered by the one sync below.
-        while let Ok(more) = pending.try_recv() {
-            held.extend(more);
-        }
-        let started = Instant::now();
-        let synced = sync_wal(wal, &mut file);
-        if let Some((sync_seconds, _)) = observers.get() {
-            sync_seconds.observe(started.elapsed().as_secs_f64());
-        }
-        match synced {
-            Ok(()) => {
-                for (reply, result) in held {
-                    let _ = reply.send(result);
-                }
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "sqlite: syncing the WAL failed; the writes waiting for it are answered as failed");
-                let e = Error::Unavailable(format!("sqlite: syncing the WAL failed: {e}"));
-                for (reply, _) in held {
-                    let _ = reply.send(Err(e.clone()));
-                }
-            }
-        }
-    }
-}
-
-/// fdatasyncs the WAL, reopening it when the path names another file than
-/// the one held (SQLite deleted and made it again).
-fn sync_wal(wal: &Path, file: &mut Option<(File, u64)>) -> std::io::Result<()> {
-    let inode = std::fs::metadata(wal)?.ino();
-    let current = match file.take() {
-        Some((held, held_inode)) if held_inode == inode => held,
-        _ => std::fs::OpenOptions::new().write(true).open(wal)?,
-    };
-    let synced = current.sync_data();
-    *file = Some((current, inode));
-    synced
-}
-
 fn one(mut results: Vec<Result<Reply, Error>>) -> Result<Reply, Error> {
     results
         .pop()
@@ -469,310 +289,6 @@ fn run_batch(
     Ok(out)
 }
 
-/// The query for the expiry of `t`'s lease on `(source, id)`.
-fn lease_expiry(t: Table) -> &'static str {
-    match t {
-        Table::Nonces => "SELECT expires_ms FROM claims WHERE source = ?1 AND event_id = ?2",
-        Table::Leases => "SELECT expires_ms FROM leases WHERE source = ?1 AND resource = ?2",
-    }
-}
-
-/// Marks an event id done for `ttl_ms` and ends its claim, whoever holds it.
-fn mark_done(
-    tx: &Transaction<'_>,
-    source: &str,
-    id: &str,
-    ttl_ms: i64,
-    now: i64,
-) -> rusqlite::Result<()> {
-    tx.prepare_cached(
-        "INSERT OR REPLACE INTO nonces (source, event_id, state, token, expires_ms) \
-         VALUES (?1, ?2, 'done', NULL, ?3)",
-    )?
-    .execute(params![source, id, now.saturating_add(ttl_ms)])?;
-    tx.prepare_cached("DELETE FROM claims WHERE source = ?1 AND event_id = ?2")?
-        .execute(params![source, id])?;
-    Ok(())
-}
-
-fn apply(tx: &Transaction<'_>, op: &Op, now: i64) -> rusqlite::Result<Reply> {
-    match op {
-        Op::Claim {
-            table: t,
-            source,
-            id,
-            token,
-            lease_ms,
-        } => {
-            // An event id: taken when `nonces` holds it (done), or in flight
-            // when `claims` does; a lease: in flight when `leases` does.
-            if *t == Table::Nonces {
-                let done: Option<(String, i64)> = tx
-                    .prepare_cached(
-                        "SELECT state, expires_ms FROM nonces WHERE source = ?1 AND event_id = ?2",
-                    )?
-                    .query_row(params![source, id], |r| Ok((r.get(0)?, r.get(1)?)))
-                    .optional()?;
-                if let Some((state, expires)) = done
-                    && expires > now
-                {
-                    return Ok(Reply::Claim(if state == "done" {
-                        Claim::Done
-                    } else {
-                        Claim::InFlight
-                    }));
-                }
-            }
-            let held: Option<i64> = tx
-                .prepare_cached(lease_expiry(*t))?
-                .query_row(params![source, id], |r| r.get(0))
-                .optional()?;
-            if held.is_some_and(|expires| expires > now) {
-                return Ok(Reply::Claim(Claim::InFlight));
-            }
-            let expires = now.saturating_add(*lease_ms);
-            match t {
-                Table::Nonces => tx
-                    .prepare_cached(
-                        "INSERT OR REPLACE INTO claims (source, event_id, token, expires_ms) \
-                         VALUES (?1, ?2, ?3, ?4)",
-                    )?
-                    .execute(params![source, id, token, expires])?,
-                Table::Leases => tx
-                    .prepare_cached(
-                        "INSERT OR REPLACE INTO leases (source, resource, token, expires_ms) \
-                         VALUES (?1, ?2, ?3, ?4)",
-                    )?
-                    .execute(params![source, id, token, expires])?,
-            };
-            Ok(Reply::Claim(Claim::Fresh))
-        }
-        Op::Commit { source, id, ttl_ms } => {
-            mark_done(tx, source, id, *ttl_ms, now)?;
-            Ok(Reply::Done)
-        }
-        Op::Release {
-            table: t,
-            source,
-            id,
-            token,
-        } => {
-            match t {
-                Table::Nonces => tx
-                    .prepare_cached(
-                        "DELETE FROM claims WHERE source = ?1 AND event_id = ?2 AND token = ?3",
-                    )?
-                    .execute(params![source, id, token])?,
-                Table::Leases => tx
-                    .prepare_cached(
-                        "DELETE FROM leases WHERE source = ?1 AND resource = ?2 AND token = ?3",
-                    )?
-                    .execute(params![source, id, token])?,
-            };
-            Ok(Reply::Done)
-        }
-        Op::Pause {
-            source,
-            by,
-            reason,
-            since_ms,
-        } => {
-            tx.prepare_cached(
-                "INSERT OR REPLACE INTO paused (source, paused_by, reason, since_ms) \
-                 VALUES (?1, ?2, ?3, ?4)",
-            )?
-            .execute(params![source, by, reason, since_ms])?;
-            Ok(Reply::Done)
-        }
-        Op::Resume { source } => {
-            let gone = tx
-                .prepare_cached("DELETE FROM paused WHERE source = ?1")?
-                .execute(params![source])?;
-            Ok(Reply::Moved(gone > 0))
-        }
-        Op::VersionAdvance {
-            source,
-            resource,
-            version,
-        } => {
-            let current: Option<(String, i64)> = tx
-                .prepare_cached(
-                    "SELECT version, expires_ms FROM versions WHERE source = ?1 AND resource = ?2",
-                )?
-                .query_row(params![source, resource], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()?;
-            let held = current
-                .filter(|(_, expires)| *expires > now)
-                .and_then(|(v, _)| v.parse::<i128>().ok());
-            if held.is_some_and(|held| held >= *version) {
-                return Ok(Reply::Moved(false));
-            }
-            let ttl = i64::try_from(VERSION_TTL.as_millis()).unwrap_or(i64::MAX);
-            tx.prepare_cached(
-                "INSERT OR REPLACE INTO versions (source, resource, version, expires_ms) \
-                 VALUES (?1, ?2, ?3, ?4)",
-            )?
-            .execute(params![
-                source,
-                resource,
-                version.to_string(),
-                now.saturating_add(ttl)
-            ])?;
-            Ok(Reply::Moved(true))
-        }
-        Op::Failure { source, id, ttl_ms } => {
-            let count: i64 = tx
-                .prepare_cached(
-                    "INSERT INTO failures (source, event_id, count, expires_ms) VALUES (?1, ?2, 1, ?4) \
-                     ON CONFLICT (source, event_id) DO UPDATE SET \
-                       count = CASE WHEN expires_ms > ?3 THEN count + 1 ELSE 1 END, \
-                       expires_ms = excluded.expires_ms \
-                     RETURNING count",
-                )?
-                .query_row(params![source, id, now, now.saturating_add(*ttl_ms)], |r| {
-                    r.get(0)
-                })?;
-            Ok(Reply::Count(u64::try_from(count).unwrap_or(0)))
-        }
-        Op::Enqueue {
-            meta,
-            envelope,
-            commit,
-        } => {
-            if let Some((source, id, ttl_ms)) = commit {
-                mark_done(tx, source, id, *ttl_ms, now)?;
-            }
-            tx.prepare_cached(
-                "INSERT INTO queue (source, event_id, event_type, attempts, last_error, \
-                 enqueued_ms, due_ms, envelope) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)",
-            )?
-            .execute(params![
-                meta.source,
-                meta.event_id,
-                meta.event_type,
-                meta.attempts,
-                meta.last_error,
-                now,
-                envelope
-            ])?;
-            Ok(Reply::Id(tx.last_insert_rowid()))
-        }
-        Op::Take {
-            source,
-            consumer,
-            lease_ms,
-            count,
-        } => {
-            let mut taken = Vec::new();
-            let mut reclaimed = 0usize;
-            {
-                let mut select = tx.prepare_cached(
-                    "SELECT id, envelope, lease_owner FROM queue WHERE source = ?1 AND due_ms <= ?2 \
-                     AND (lease_until_ms IS NULL OR lease_until_ms <= ?2) ORDER BY due_ms, id LIMIT ?3",
-                )?;
-                let rows = select.query_map(params![source, now, count], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, Vec<u8>>(1)?,
-                        r.get::<_, Option<String>>(2)?,
-                    ))
-                })?;
-                for row in rows {
-                    let (id, envelope, owner) = row?;
-                    if owner.is_some() {
-                        reclaimed += 1;
-                    }
-                    taken.push(Stored {
-                        id: id.to_string(),
-                        envelope,
-                    });
-                }
-            }
-            let mut lease = tx.prepare_cached(
-                "UPDATE queue SET lease_owner = ?1, lease_until_ms = ?2 WHERE id = ?3",
-            )?;
-            for entry in &taken {
-                lease.execute(params![consumer, now.saturating_add(*lease_ms), entry.id])?;
-            }
-            if reclaimed > 0 {
-                tracing::info!(source = %source, entries = reclaimed, "took over queue entries whose lease ran out (a stopped process's)");
-            }
-            Ok(Reply::Taken(taken))
-        }
-        Op::Settle { id } => {
-            tx.prepare_cached("DELETE FROM queue WHERE id = ?1")?
-                .execute(params![id])?;
-            Ok(Reply::Done)
-        }
-        Op::Park {
-            id,
-            meta,
-            envelope,
-            delay_ms,
-        } => {
-            tx.prepare_cached(
-                "UPDATE queue SET envelope = ?2, attempts = ?3, last_error = ?4, due_ms = ?5, \
-                 lease_owner = NULL, lease_until_ms = NULL WHERE id = ?1",
-            )?
-            .execute(params![
-                id,
-                envelope,
-                meta.attempts,
-                meta.last_error,
-                now.saturating_add(*delay_ms)
-            ])?;
-            Ok(Reply::Done)
-        }
-        Op::Bury {
-            from_queue,
-            meta,
-            envelope,
-        } => {
-            tx.prepare_cached(
-                "INSERT INTO dead_letters (source, event_id, event_type, delivery, attempts, \
-                 last_error, received_ms, dead_ms, envelope) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )?
-            .execute(params![
-                meta.source,
-                meta.event_id,
-                meta.event_type,
-                meta.delivery,
-                meta.attempts,
-                meta.last_error,
-                meta.received_ms,
-                meta.dead_ms,
-                envelope
-            ])?;
-            let id = tx.last_insert_rowid();
-            if let Some(entry) = from_queue {
-                tx.prepare_cached("DELETE FROM queue WHERE id = ?1")?
-                    .execute(params![entry])?;
-            }
-            Ok(Reply::Id(id))
-        }
-        Op::DeadRemove { id } => {
-            tx.prepare_cached("DELETE FROM dead_letters WHERE id = ?1")?
-                .execute(params![id])?;
-            Ok(Reply::Done)
-        }
-        Op::DeadReplace { id, meta, envelope } => {
-            let n = tx
-                .prepare_cached(
-                    "UPDATE dead_letters SET attempts = ?2, last_error = ?3, envelope = ?4 WHERE id = ?1",
-                )?
-                .execute(params![id, meta.attempts, meta.last_error, envelope])?;
-            Ok(Reply::Replaced((n == 1).then_some(*id)))
-        }
-        // Written by `run_batch` with the op it rides on.
-        Op::Trail(_) => Ok(Reply::Done),
-        Op::Ping => {
-            // Rewrites the header page: a real write through the WAL.
-            tx.pragma_update(None, "user_version", super::schema::VERSION)?;
-            Ok(Reply::Done)
-        }
-    }
-}
-
 /// Deletes expired nonces, claims, leases, versions and failure counts, at
 /// most [`PURGE_LIMIT`] of each, and empties the tables of trail
 /// generations past the kept ones ([`roll_trail`], as the batches that add
@@ -802,6 +318,8 @@ fn purge(conn: &mut Connection, now: i64, trail_max: Option<usize>) -> rusqlite:
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
     use crate::store::sqlite::trail::table;
 
