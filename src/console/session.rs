@@ -131,8 +131,8 @@ impl Sessions {
     }
 
     /// Notes a wrong token and returns how long to wait before answering:
-    /// [`BASE_DELAY`] times one more than the failures of the last
-    /// [`FAILURE_WINDOW`], at most [`MAX_DELAY`].
+    /// `BASE_DELAY` times one more than the failures of the last
+    /// `FAILURE_WINDOW`, at most `MAX_DELAY`.
     pub fn failed(&self) -> Duration {
         let now = Instant::now();
         let mut failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
