@@ -422,7 +422,7 @@ fn is_ours(name: &str) -> bool {
 }
 
 /// Whether a client-sent header `name` must go before anything reads it:
-/// one of ours ([`is_ours`]) in any spelling, `_` for `-` included (WSGI and
+/// one of ours (`is_ours`) in any spelling, `_` for `-` included (WSGI and
 /// Rack read `X_Verified_Source` as `X-Verified-Source`); with `_` spelling a
 /// framing or connection name (`Transfer_Encoding`, `Content_Length`,
 /// `Host`); and under [`Underscores::Drop`], any name holding `_`.

@@ -71,7 +71,7 @@ pub fn next_delay(
 
 /// Runs one delivery worker per queue source until `shutdown`, then lets
 /// every delivery in hand finish. A source added by a reload gets its worker
-/// within [`SUPERVISE_EVERY`]; a worker whose source was removed or switched
+/// within `SUPERVISE_EVERY`; a worker whose source was removed or switched
 /// to forward keeps draining what is already queued.
 pub async fn run_workers(state: Arc<State>, shutdown: CancellationToken) {
     if !state.store.keeps_queue() {

@@ -163,7 +163,7 @@ impl Generic {
 
     /// The `signed_payload` rules: `{body}` exactly once, no other
     /// placeholder than `{id}`, `{timestamp}`, `{url}` and `{header:Name}`,
-    /// and no stray brace. Stricter than [`pieces`], which signs whatever it
+    /// and no stray brace. Stricter than `pieces`, which signs whatever it
     /// does not recognise as written.
     pub fn parse_template(t: &str) -> Result<Placeholders, String> {
         let mut found = Placeholders::default();

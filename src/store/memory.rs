@@ -13,7 +13,7 @@
 //! size whatever the length of the source name or event id: 40 bytes in the
 //! map plus 24 in the expiry index. An entry's 16 bytes of data are read by
 //! what its key is for: a nonce holds its lease holder's token digest or
-//! [`DONE`], a version key its version. (The key prefixes keep the two
+//! `DONE`, a version key its version. (The key prefixes keep the two
 //! apart; nothing needs to tag them.) A digest collision would need about
 //! 2^64 live keys.
 //!

@@ -15,7 +15,7 @@
 //! down. A single node goes through a lazily connected
 //! [`ConnectionManager`]: the first command connects, and a command that finds
 //! the connection broken or refused makes it start a new attempt in the
-//! background. A cluster goes through a [`ClusterConnection`] created pending: it
+//! background. A cluster goes through a [`redis::cluster_async::ClusterConnection`] created pending: it
 //! connects in the background, refreshes its slot map and reconnects to nodes on
 //! its own. A sentinel-named primary goes through a [`ConnectionManager`] to
 //! the node found last, dropped and looked up again when it fails as a primary
@@ -28,7 +28,7 @@
 //! With `min_replicas = N` ([`Replication`]), each write that backs a promise
 //! ([`RedisStore::write`]: the enqueue, the nonce commit, the version advance,
 //! a dead letter) is sent together with `WAIT N timeout` on a connection of its
-//! own ([`lanes`]). Fewer acknowledgements in time make it
+//! own (`lanes`). Fewer acknowledgements in time make it
 //! [`Error::NotReplicated`], counted in
 //! `hookgate_replication_timeouts_total{operation}`: the caller treats it as a
 //! failed write, although the primary has it (and may still replicate it).
@@ -443,7 +443,7 @@ impl RedisStore {
         self.query::<i64>(&cmd).await.map(drop)
     }
 
-    /// Reserves `count` starts `interval_ms` apart for `source` ([`PACE`],
+    /// Reserves `count` starts `interval_ms` apart for `source` (`PACE`,
     /// on the server's clock so replicas agree).
     pub async fn pace(
         &self,

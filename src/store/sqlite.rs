@@ -27,7 +27,7 @@ use super::{Claim, Error, Meta, Note, Stored};
 
 pub mod ops;
 pub mod schema;
-mod syncer;
+pub mod syncer;
 pub mod trail;
 pub mod writer;
 

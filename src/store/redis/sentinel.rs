@@ -14,7 +14,7 @@
 //!   sentinels again. The crate's own client (`SentinelClient`) asks once per
 //!   new connection and never notices a demotion on a connection it made.
 //! - **One lookup at a time**, and a failed lookup answered from memory for
-//!   [`RETRY_LOOKUP_AFTER`], so a burst of requests during a failover is not a
+//!   `RETRY_LOOKUP_AFTER`, so a burst of requests during a failover is not a
 //!   burst of sentinel queries.
 //! - **"No such master" told apart from "primary down"**: both are the
 //!   crate's `MasterNameNotFoundBySentinel`. [`probe`] asks each sentinel
@@ -222,7 +222,7 @@ pub enum Probe {
     Unreachable,
 }
 
-/// Asks every sentinel (at once, each within [`PROBE_TIMEOUT`]) whether it
+/// Asks every sentinel (at once, each within `PROBE_TIMEOUT`) whether it
 /// monitors `master` (`SENTINEL GET-MASTER-ADDR-BY-NAME`).
 pub async fn probe(sentinels: &[String], master: &str) -> Probe {
     let mut asks = tokio::task::JoinSet::new();

@@ -35,11 +35,11 @@
 //!   facts and `ZADD NX` of the member into the generation it last saw;
 //!   now and then the same round trip reads that index's size and the
 //!   current and oldest generations, and when that index is full the
-//!   commit starts the next generation ([`ROLL`], one more round trip once
+//!   commit starts the next generation (`ROLL`, one more round trip once
 //!   per `size` events); an event already held is left to the writer task;
 //! - every other note goes through one queue and one task that writes
 //!   them in the order they were noted, as many as have queued up in one
-//!   call of [`WRITE`]: an event's facts never overtake each other.
+//!   call of `WRITE`: an event's facts never overtake each other.
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -426,8 +426,8 @@ impl RedisStore {
     /// Marks the nonce `key` done for `ttl` with `note`'s facts in the same
     /// pipelined round trip (written first, so a copy of the event that
     /// finds it done finds its trail too), into the generation this replica
-    /// last saw: three commands. Every [`CHECK_EVERY`] commits, and on the
-    /// first after [`CHECK_AFTER_MS`], the same round trip also reads the
+    /// last saw: three commands. Every `CHECK_EVERY` commits, and on the
+    /// first after `CHECK_AFTER_MS`, the same round trip also reads the
     /// index's size and the current and oldest generations: when the
     /// generation is full this commit starts the next one, and when it was
     /// not one readers look at (removed meanwhile) it removes what it wrote

@@ -1,5 +1,5 @@
 //! The writes the writer thread runs ([`Op`]), and what each does to the
-//! tables inside its batch's transaction ([`apply`]). An op reads and
+//! tables inside its batch's transaction (`apply`). An op reads and
 //! writes through that transaction only: the batch commits or rolls back
 //! whole, and the writer decides when an answer may go.
 
@@ -86,7 +86,7 @@ pub enum Op {
         envelope: Vec<u8>,
     },
     /// Facts appended to an event's trail on their own (a note that rides
-    /// on no other write of the event: see [`Job::trail`]).
+    /// on no other write of the event: see [`super::writer::Job::trail`]).
     Trail(TrailWrite),
     /// A source's delivery paused (DESIGN §6a), replacing an earlier pause.
     Pause {

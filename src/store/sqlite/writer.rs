@@ -2,14 +2,14 @@
 //!
 //! Requests send [`Op`]s over a channel. The thread takes the first waiting
 //! op and every op queued behind it (at most [`MAX_BATCH`]), runs them in one
-//! `BEGIN IMMEDIATE` transaction ([`apply`], in [`super::ops`]) and commits
+//! `BEGIN IMMEDIATE` transaction (`apply`, in [`super::ops`]) and commits
 //! once.
 //!
 //! With `sync = "full"` the writer commits with `synchronous = OFF`: its
 //! commits write the WAL and never wait for the disk. A second thread, the
 //! syncer ([`super::syncer`]), fdatasyncs the WAL file and only then
 //! answers the ops an answer relies on: those that back a promise
-//! ([`Op::durable`]: a nonce commit, an enqueue, a version advance, a dead
+//! (`Op::durable`: a nonce commit, an enqueue, a version advance, a dead
 //! letter, a queue settle or retry) and a claim answered `Done` (it
 //! reports a commit that may not be on disk yet). One fdatasync covers
 //! every commit made before it starts (the WAL is one file), so while it
@@ -23,7 +23,7 @@
 //! SQLite's automatic ones, which would run without a sync at
 //! `synchronous = OFF`: the writer runs them itself at `synchronous = FULL`
 //! (the WAL synced before the copy, the database file after it) every
-//! [`CHECKPOINT_OPS`] ops or [`CHECKPOINT_EVERY`], whichever comes first.
+//! [`CHECKPOINT_OPS`] ops or `CHECKPOINT_EVERY`, whichever comes first.
 //! So the WAL is never restarted over frames whose pages are not on disk.
 //!
 //! With `sync = "normal"` commits run at `synchronous = NORMAL` (WAL synced
