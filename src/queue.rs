@@ -50,6 +50,10 @@ const ORDER_WAIT: Duration = Duration::from_secs(1);
 const ERROR_BACKOFF: Duration = Duration::from_secs(1);
 /// How often the supervisor looks for queue sources added by a reload.
 const SUPERVISE_EVERY: Duration = Duration::from_secs(2);
+/// How often a delivered entry's removal is tried again while it fails.
+const SETTLE_RETRY_EVERY: Duration = Duration::from_millis(250);
+/// How long a delivered entry's removal is tried again at most.
+const SETTLE_RETRY_FOR: Duration = Duration::from_secs(60);
 
 /// The delay before retry number `attempts` (1-based), jittered ±20 %, or
 /// `None` when the schedule has run out.
@@ -127,6 +131,7 @@ async fn worker(
 ) {
     let mut in_flight = JoinSet::new();
     let mut cursor = store::Cursor::default();
+    let removing = Removing::default();
     // `max_rate`: the process's own limiter (SQLite), and the latest start
     // reserved so far.
     let mut pace = crate::pace::Local::default();
@@ -268,6 +273,11 @@ async fn worker(
                     }
                 };
                 for (n, entry) in entries.into_iter().enumerate() {
+                    if removing.holds(&entry.id) {
+                        // Delivered by this process; its removal is being
+                        // repeated (the lease ran out meanwhile).
+                        continue;
+                    }
                     let delay = delays.get(n).copied().unwrap_or_default();
                     let job = Job {
                         state: Arc::clone(&state),
@@ -276,6 +286,8 @@ async fn worker(
                         entry,
                         hold: hold.clone(),
                         paced: delay,
+                        removing: removing.clone(),
+                        stop: shutdown.clone(),
                     };
                     if delay.is_zero() {
                         in_flight.spawn(job.run());
@@ -373,6 +385,34 @@ struct Job {
     hold: Option<Hold>,
     /// How long it waits for `max_rate` before it starts.
     paced: Duration,
+    /// The worker's entries delivered and not yet removed.
+    removing: Removing,
+    /// The worker's shutdown: a removal is not repeated past it.
+    stop: CancellationToken,
+}
+
+/// The entries of one worker that the app took and whose removal is being
+/// repeated: the worker delivers none of them again if it takes one back
+/// (its lease ran out while the store was away).
+#[derive(Debug, Clone, Default)]
+struct Removing(Arc<std::sync::Mutex<std::collections::HashSet<String>>>);
+
+impl Removing {
+    fn holds(&self, id: &str) -> bool {
+        self.0.lock().is_ok_and(|set| set.contains(id))
+    }
+
+    fn insert(&self, id: &str) {
+        if let Ok(mut set) = self.0.lock() {
+            set.insert(id.to_owned());
+        }
+    }
+
+    fn remove(&self, id: &str) {
+        if let Ok(mut set) = self.0.lock() {
+            set.remove(id);
+        }
+    }
 }
 
 impl Job {
@@ -474,7 +514,7 @@ impl Job {
             Attempt::Delivered => {
                 steps.delivered(&event, lock).await;
                 let note = self.note_of(&envelope, vec![fact(trail::State::Delivered, None, None)]);
-                self.settle(&id, note).await;
+                self.settle_delivered(&id, note).await;
                 metrics.delivery(name, "delivered");
                 metrics.completion(name, envelope.age_secs());
                 tracing::info!(source = %name, event_id = %envelope.event_id, event_type = envelope.event_type.as_deref(), attempts, trace_id = tried.trace_id.as_deref(), result = "delivered", "queued event delivered");
@@ -550,6 +590,50 @@ impl Job {
             // Left leased: it is delivered again after the lease, at least once.
             self.state.metrics.store_errors.inc();
             tracing::warn!(source = %self.source.name, entry = %id, error = %e, "could not remove a settled queue entry");
+        }
+    }
+
+    /// Removes an entry the app took, repeating the removal (every
+    /// [`SETTLE_RETRY_EVERY`]) until it lands, on the replicas too with
+    /// `min_replicas`, for [`SETTLE_RETRY_FOR`] at most or until shutdown.
+    /// While the entry's lease lasts no other worker takes it, and this
+    /// worker delivers it no more ([`Removing`]): a removal that reached a
+    /// primary lost before its replicas had it is made again on the promoted
+    /// one. A failover that outlasts the lease (`upstream_timeout` + 5 s,
+    /// counted from when the entry was taken) lets another replica's worker
+    /// take the entry, and the app may see it twice.
+    async fn settle_delivered(&self, id: &str, note: Option<store::Note>) {
+        let deadline = tokio::time::Instant::now() + SETTLE_RETRY_FOR;
+        let mut note = note;
+        let mut tries = 0u32;
+        loop {
+            tries += 1;
+            let r = self
+                .state
+                .store
+                .settle(&self.prefix, &self.source.name, id, note.take())
+                .await;
+            let Err(e) = r else {
+                if tries > 1 {
+                    tracing::info!(source = %self.source.name, entry = %id, tries, "delivered queue entry removed on a later try");
+                    self.removing.remove(id);
+                }
+                return;
+            };
+            self.state.metrics.store_errors.inc();
+            if tries == 1 {
+                self.removing.insert(id);
+                tracing::warn!(source = %self.source.name, entry = %id, error = %e, "could not remove a delivered queue entry; trying again");
+            }
+            let given_up = tokio::select! {
+                _ = self.stop.cancelled() => true,
+                _ = tokio::time::sleep(SETTLE_RETRY_EVERY) => tokio::time::Instant::now() >= deadline,
+            };
+            if given_up {
+                self.removing.remove(id);
+                tracing::warn!(source = %self.source.name, entry = %id, error = %e, tries, "removal of a delivered queue entry given up; once its lease runs out it may be delivered again");
+                return;
+            }
         }
     }
 

@@ -10,6 +10,7 @@
 //! | `{prefix}:fail:{source}:{id}` | consecutive forward failures of an event |
 //! | `{prefix}:queue:{<source>}` | the stream of queued envelopes |
 //! | `{prefix}:queue:{<source>}:delayed` | envelopes waiting for a retry |
+//! | `{prefix}:queue:{<source>}:settled` | the id of the entry removed last |
 //! | `{prefix}:dlq` | the dead-letter stream |
 
 use std::borrow::Cow;
@@ -67,6 +68,14 @@ pub fn queue_key(prefix: &str, source: &str) -> String {
 /// `{prefix}:queue:{<source>}:delayed`.
 pub fn delayed_key(prefix: &str, source: &str) -> String {
     format!("{prefix}:queue:{{{source}}}:delayed")
+}
+
+/// `{prefix}:queue:{<source>}:settled`: written by every removal of an
+/// entry, so the removal always reaches the replicas as a write of its own
+/// (a `WAIT` after a removal that found nothing left to remove then still
+/// waits for the write that did remove it).
+pub fn settled_key(prefix: &str, source: &str) -> String {
+    format!("{prefix}:queue:{{{source}}}:settled")
 }
 
 /// `{prefix}:dlq`.

@@ -27,7 +27,8 @@
 //!
 //! With `min_replicas = N` ([`Replication`]), each write that backs a promise
 //! ([`RedisStore::write`]: the enqueue, the nonce commit, the version advance,
-//! a dead letter) is sent together with `WAIT N timeout` on a connection of its
+//! a dead letter, a queue worker's lease on the entries it takes and the
+//! removal of one it delivered) is sent together with `WAIT N timeout` on a connection of its
 //! own (`lanes`). Fewer acknowledgements in time make it
 //! [`Error::NotReplicated`], counted in
 //! `hookgate_replication_timeouts_total{operation}`: the caller treats it as a
@@ -95,6 +96,11 @@ pub enum Operation {
     VersionAdvance,
     /// A dead letter appended.
     DeadLetter,
+    /// Queue entries leased to a worker (`XREADGROUP`, `XAUTOCLAIM`): a
+    /// worker delivers only what a replica knows it holds.
+    Take,
+    /// A delivered queue entry removed.
+    Settle,
 }
 
 impl Operation {
@@ -104,6 +110,8 @@ impl Operation {
             Operation::Commit => "commit",
             Operation::VersionAdvance => "version_advance",
             Operation::DeadLetter => "dead_letter",
+            Operation::Take => "take",
+            Operation::Settle => "settle",
         }
     }
 }

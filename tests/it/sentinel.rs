@@ -10,7 +10,7 @@ use crate::support::hookgate::run_cli;
 use crate::support::redis::RedisServer;
 use crate::support::sentinel::{MASTER, Sentinels};
 use crate::support::{
-    ConfigBuilder, Hookgate, Metrics, Resp, SourceSpec, StoreSpec, Upstream, closed_addr,
+    ConfigBuilder, Hookgate, Metrics, Reply, Resp, SourceSpec, StoreSpec, Upstream, closed_addr,
     eventually,
 };
 
@@ -358,4 +358,235 @@ async fn check_passes_with_a_warning_when_no_sentinel_answers() {
         "stdout:\n{stdout}\nstderr:\n{stderr}"
     );
     assert!(stderr.contains("no sentinel answered"), "{stderr}");
+}
+
+/// A queue source on `deployment` (no password), `min_replicas = 1`; the
+/// lease on an entry is `upstream_timeout` + 5 s = 15 s, longer than any
+/// failover these tests make (a failover that outlasts it may deliver an
+/// entry the app took just before again: docs/recovery.md).
+fn queue_config(upstream: &Upstream, deployment: &Sentinels, source: &SourceSpec) -> String {
+    ConfigBuilder::new(&upstream.url())
+        .store(StoreSpec::Sentinel(deployment.urls(), MASTER.to_owned()))
+        .store_key("min_replicas = 1")
+        .store_key(r#"replica_timeout = "500ms""#)
+        .upstream_timeout("10s")
+        .source(source.clone())
+        .toml()
+}
+
+/// The lease a queue entry is read under with [`queue_config`].
+const QUEUE_LEASE: Duration = Duration::from_secs(15);
+
+/// Two replicas of hookgate on `config`, both ready.
+async fn two_replicas(config: &str) -> (Hookgate, Hookgate) {
+    let a = Hookgate::start(config).await;
+    let b = Hookgate::start(config).await;
+    for gate in [&a, &b] {
+        eventually("ready", || async {
+            let r = readyz(gate).await;
+            (r.status == 200).then_some(()).ok_or(r.text())
+        })
+        .await;
+    }
+    (a, b)
+}
+
+/// How many requests for `event_id` the app has seen.
+fn deliveries_of(upstream: &Upstream, event_id: &str) -> usize {
+    upstream
+        .requests()
+        .iter()
+        .filter(|r| r.header("x-verified-event-id") == event_id)
+        .count()
+}
+
+/// `XLEN` and the group's pending count of `source`'s stream on `node`.
+fn stream_state(node: &RedisServer, source: &str) -> (i64, i64) {
+    let mut conn = node.client();
+    let stream = format!("hookgate:queue:{{{source}}}");
+    let len: i64 = redis::cmd("XLEN")
+        .arg(&stream)
+        .query(&mut conn)
+        .expect("XLEN");
+    let pending: (i64, redis::Value, redis::Value, redis::Value) = redis::cmd("XPENDING")
+        .arg(&stream)
+        .arg("hookgate")
+        .query(&mut conn)
+        .expect("XPENDING");
+    (len, pending.0)
+}
+
+/// The primary is lost after the app took a queued event and the worker
+/// removed its entry there, but before any replica had the removal. The
+/// promoted replica still holds the entry, leased to that worker: the
+/// worker repeats the removal there, and no worker delivers it again once
+/// the lease has run out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_event_the_app_took_is_not_delivered_again_after_the_primary_is_lost() {
+    let mut deployment = Sentinels::start(1, None);
+    let upstream = Upstream::start().await;
+    let queued = SourceSpec::stripe().key("delivery = \"queue\"");
+    let (a, b) = two_replicas(&queue_config(&upstream, &deployment, &queued)).await;
+    let old = deployment.primary();
+    let replica = 1 - old;
+
+    upstream.hold();
+    let event = queued.event("evt_removal_lost", "invoice.paid");
+    a.send(&queued, &event).await.assert_json(
+        200,
+        serde_json::json!({"queued": true, "event_id": "evt_removal_lost"}),
+    );
+    // The entry is leased and at the app; its lease is on the replica.
+    upstream.wait_for(1).await;
+    eventually("the lease on the replica", || async {
+        let (len, pending) = stream_state(deployment.server(replica), "stripe");
+        (len == 1 && pending == 1)
+            .then_some(())
+            .ok_or(format!("{len} entries, {pending} pending"))
+    })
+    .await;
+
+    // The replica stops taking writes; the app answers 2xx; the entry is
+    // removed on the primary alone.
+    deployment.server(replica).freeze();
+    upstream.release();
+    eventually("the entry removed on the primary", || async {
+        let (len, pending) = stream_state(deployment.server(old), "stripe");
+        (len == 0 && pending == 0)
+            .then_some(())
+            .ok_or(format!("{len} entries, {pending} pending"))
+    })
+    .await;
+    let delivered_at = tokio::time::Instant::now();
+
+    // The primary is lost; the replica, which still holds the entry,
+    // becomes the primary; the old one comes back empty as its replica.
+    deployment.node(old).stop();
+    deployment.server(replica).thaw();
+    let promoted = tokio::task::block_in_place(|| deployment.wait_failover_from(old));
+    assert_eq!(promoted, replica);
+    tokio::task::block_in_place(|| {
+        deployment.wait_all_name(promoted);
+        deployment.restart_as_replica(old, promoted);
+        deployment.wait_replicas(promoted, 1);
+    });
+
+    // A fresh event goes through the new primary to the app.
+    let after = queued.event("evt_after_promotion", "invoice.paid");
+    eventually("an event queued after the failover", || async {
+        let resp = b.send(&queued, &after).await;
+        (resp.status == 200)
+            .then_some(())
+            .ok_or(format!("{} {}", resp.status, resp.text()))
+    })
+    .await;
+    eventually("the event after the failover delivered", || async {
+        let n = deliveries_of(&upstream, "evt_after_promotion");
+        (n >= 1).then_some(()).ok_or(format!("{n} deliveries"))
+    })
+    .await;
+    // Past the first entry's lease, with both workers taking over what
+    // stopped workers left: nothing is left to take.
+    let past_lease = delivered_at + QUEUE_LEASE + Duration::from_secs(3);
+    tokio::time::sleep_until(past_lease).await;
+    let (len, pending) =
+        tokio::task::block_in_place(|| stream_state(deployment.server(promoted), "stripe"));
+    assert_eq!((len, pending), (0, 0), "the promoted primary's stream");
+    assert_eq!(
+        deliveries_of(&upstream, "evt_removal_lost"),
+        1,
+        "the app took the event once: {:#?}",
+        upstream.requests()
+    );
+    assert_eq!(deliveries_of(&upstream, "evt_after_promotion"), 1);
+    let repeated = |gate: &Hookgate| {
+        gate.log_lines().iter().any(|l| {
+            l["message"] == "delivered queue entry removed on a later try"
+                || l["message"]
+                    .as_str()
+                    .is_some_and(|m| m.starts_with("could not remove a delivered queue entry"))
+        })
+    };
+    assert!(
+        repeated(&a) || repeated(&b),
+        "the worker that delivered it repeated the removal:\n{}\n{}",
+        a.output(),
+        b.output()
+    );
+}
+
+/// A retry comes due while no replica acknowledges: the worker leases it on
+/// the primary alone, so it does not deliver it. The primary is then lost;
+/// the promoted replica has the retry still waiting, and it is delivered
+/// from there, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_leased_on_the_primary_alone_is_not_delivered_before_the_failover() {
+    let mut deployment = Sentinels::start(1, None);
+    let upstream = Upstream::start().await;
+    let queued =
+        SourceSpec::stripe().key("delivery = \"queue\"\nretry_schedule = [\"2s\", \"2s\"]");
+    let (a, _b) = two_replicas(&queue_config(&upstream, &deployment, &queued)).await;
+    let old = deployment.primary();
+    let replica = 1 - old;
+
+    upstream.set_reply(Reply::status(503));
+    let event = queued.event("evt_retry_unconfirmed", "invoice.paid");
+    a.send(&queued, &event).await.assert_json(
+        200,
+        serde_json::json!({"queued": true, "event_id": "evt_retry_unconfirmed"}),
+    );
+    upstream.wait_for(1).await;
+    // The first attempt failed; the entry waits for its retry, on the
+    // replica too.
+    eventually("the retry waiting on the replica", || async {
+        let mut conn = deployment.server(replica).client();
+        let waiting: i64 = redis::cmd("ZCARD")
+            .arg("hookgate:queue:{stripe}:delayed")
+            .query(&mut conn)
+            .map_err(|e| e.to_string())?;
+        (waiting == 1)
+            .then_some(())
+            .ok_or(format!("{waiting} waiting"))
+    })
+    .await;
+    upstream.set_reply(Reply::default());
+    deployment.server(replica).freeze();
+
+    // The retry comes due (2 s ± 20 %) and is leased on the primary, whose
+    // replica does not answer: the app sees nothing more.
+    eventually("the retry leased on the primary", || async {
+        let (len, pending) = stream_state(deployment.server(old), "stripe");
+        (len == 1 && pending == 1)
+            .then_some(())
+            .ok_or(format!("{len} entries, {pending} pending"))
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        deliveries_of(&upstream, "evt_retry_unconfirmed"),
+        1,
+        "nothing delivered on a lease no replica has: {:#?}",
+        upstream.requests()
+    );
+
+    deployment.node(old).stop();
+    deployment.server(replica).thaw();
+    let promoted = tokio::task::block_in_place(|| deployment.wait_failover_from(old));
+    tokio::task::block_in_place(|| {
+        deployment.wait_all_name(promoted);
+        deployment.restart_as_replica(old, promoted);
+        deployment.wait_replicas(promoted, 1);
+    });
+    upstream.wait_for(2).await;
+    let delivered_at = tokio::time::Instant::now();
+    tokio::time::sleep_until(delivered_at + QUEUE_LEASE + Duration::from_secs(2)).await;
+    assert_eq!(
+        deliveries_of(&upstream, "evt_retry_unconfirmed"),
+        2,
+        "the failed attempt and one delivery: {:#?}",
+        upstream.requests()
+    );
+    let (len, pending) =
+        tokio::task::block_in_place(|| stream_state(deployment.server(promoted), "stripe"));
+    assert_eq!((len, pending), (0, 0), "the promoted primary's stream");
 }

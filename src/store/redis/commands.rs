@@ -136,6 +136,25 @@ impl RedisStore {
         }
     }
 
+    /// [`RedisStore::write`] that keeps the primary's answer when too few
+    /// replicas acknowledge (see [`RedisStore::replicated_answer`]).
+    pub async fn write_answer<T>(
+        &self,
+        operation: Operation,
+        cmd: &Cmd,
+    ) -> Result<(T, Result<(), Error>), Error>
+    where
+        T: redis::FromRedisValue + Send,
+    {
+        match &self.replication {
+            None => Ok((self.query(cmd).await?, Ok(()))),
+            Some((replication, lanes)) => {
+                self.replicated_answer(operation, *replication, lanes, cmd, None)
+                    .await
+            }
+        }
+    }
+
     /// [`RedisStore::write`] for a script on `keys` (one slot).
     pub async fn write_eval<T>(
         &self,
@@ -150,15 +169,28 @@ impl RedisStore {
         let Some((replication, lanes)) = &self.replication else {
             return self.eval(script, keys, args).await;
         };
-        let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(script.get_hash()).arg(keys.len());
-        for key in keys {
-            cmd.arg(*key);
-        }
-        for arg in args {
-            cmd.arg(*arg);
-        }
+        let cmd = evalsha(script, keys, args);
         self.replicated(operation, *replication, lanes, &cmd, Some(script))
+            .await
+    }
+
+    /// [`RedisStore::write_eval`] that keeps the primary's answer when too
+    /// few replicas acknowledge (see [`RedisStore::replicated_answer`]).
+    pub async fn write_eval_answer<T>(
+        &self,
+        operation: Operation,
+        script: &Script,
+        keys: &[&str],
+        args: &[&[u8]],
+    ) -> Result<(T, Result<(), Error>), Error>
+    where
+        T: redis::FromRedisValue + Send,
+    {
+        let Some((replication, lanes)) = &self.replication else {
+            return Ok((self.eval(script, keys, args).await?, Ok(())));
+        };
+        let cmd = evalsha(script, keys, args);
+        self.replicated_answer(operation, *replication, lanes, &cmd, Some(script))
             .await
     }
 
@@ -302,6 +334,8 @@ impl RedisStore {
     }
 
     /// `cmd` then `WAIT`, pipelined on a lane of its own; see [`lanes`].
+    /// Fewer acknowledgements than `min_replicas` make it
+    /// [`Error::NotReplicated`].
     pub(super) async fn replicated<T>(
         &self,
         operation: Operation,
@@ -310,6 +344,27 @@ impl RedisStore {
         cmd: &Cmd,
         script: Option<&Script>,
     ) -> Result<T, Error>
+    where
+        T: redis::FromRedisValue + Send,
+    {
+        let (value, acked) = self
+            .replicated_answer(operation, replication, lanes, cmd, script)
+            .await?;
+        acked.map(|()| value)
+    }
+
+    /// [`RedisStore::replicated`], keeping the primary's answer when too few
+    /// replicas acknowledge: the second part is then the
+    /// [`Error::NotReplicated`] (already counted), for a caller that must know
+    /// what the primary did (the entries a read leased).
+    pub(super) async fn replicated_answer<T>(
+        &self,
+        operation: Operation,
+        replication: Replication,
+        lanes: &Lanes,
+        cmd: &Cmd,
+        script: Option<&Script>,
+    ) -> Result<(T, Result<(), Error>), Error>
     where
         T: redis::FromRedisValue + Send,
     {
@@ -363,14 +418,15 @@ impl RedisStore {
                                     })
                                     .inc();
                             }
-                            return Err(Error::NotReplicated {
+                            let short = Error::NotReplicated {
                                 operation: operation.label(),
                                 acked: acked.max(0),
                                 wanted: replication.replicas,
                                 timeout_ms: millis(replication.timeout),
-                            });
+                            };
+                            return Ok((value, Err(short)));
                         }
-                        return Ok(value);
+                        return Ok((value, Ok(())));
                     }
                     Err(e) => {
                         drop(permit);
@@ -408,6 +464,19 @@ impl RedisStore {
     pub(super) fn unavailable(&self, e: &RedisError) -> Error {
         Error::Unavailable(scrub(&e.to_string(), &self.secrets))
     }
+}
+
+/// `EVALSHA` of `script` on `keys` with `args`, for a pipeline with `WAIT`.
+fn evalsha(script: &Script, keys: &[&str], args: &[&[u8]]) -> Cmd {
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(script.get_hash()).arg(keys.len());
+    for key in keys {
+        cmd.arg(*key);
+    }
+    for arg in args {
+        cmd.arg(*arg);
+    }
+    cmd
 }
 
 /// A cluster client whose answers may take `wait` longer than usual (the

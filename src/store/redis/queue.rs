@@ -9,6 +9,8 @@
 //!   for a retry, scored by the time (ms, Redis clock) they are due. A small
 //!   Lua script moves due members back into the stream, so a waiting retry
 //!   holds no consumer and no task.
+//! - `{prefix}:queue:{<source>}:settled`: the id of the entry removed last.
+//!   Every removal writes it, so every removal reaches the replicas.
 //! - `{prefix}:dlq`: the dead-letter stream; an entry id (`1732950000000-0`)
 //!   is what `hookgate dlq list` prints.
 //! - `{prefix}:fail:{source}:{id}`: consecutive forward failures of an event,
@@ -18,15 +20,30 @@
 //! with every request). An entry whose worker died stays pending in the
 //! group; once idle for longer than its lease another worker takes it over
 //! with `XAUTOCLAIM`.
+//!
+//! # Once through a failover (`min_replicas`)
+//!
+//! The lease on an entry is what keeps other workers off it, so with
+//! `min_replicas` a worker delivers an entry only once its lease is on the
+//! replicas: `XREADGROUP` and `XAUTOCLAIM` go with `WAIT`, and entries read
+//! when too few replicas acknowledge are left alone (pending, they are taken
+//! again after their lease). A delivered entry's removal goes with `WAIT`
+//! too, and the worker repeats it, on whichever node is primary by then,
+//! until enough replicas acknowledge it or the lease runs out
+//! ([`crate::queue`]). A primary lost after the app's 2xx therefore leaves
+//! the promoted replica either without the entry or with it still leased to
+//! the worker that is about to remove it.
 
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
 use redis::Script;
-use redis::streams::{StreamAutoClaimReply, StreamId, StreamRangeReply, StreamReadReply};
+use redis::streams::{
+    StreamAutoClaimReply, StreamClaimReply, StreamId, StreamRangeReply, StreamReadReply,
+};
 
 use super::{Operation, RedisStore};
-use crate::store::keys::{delayed_key, dlq_key, queue_key};
+use crate::store::keys::{delayed_key, dlq_key, queue_key, settled_key};
 use crate::store::{Error, Stored};
 
 /// The consumer group every replica's workers join.
@@ -38,12 +55,15 @@ const PROMOTE_BATCH: usize = 100;
 /// Entries read per `XRANGE` page.
 const PAGE: usize = 200;
 
-/// Removes a delivered (or given up) entry. KEYS[1] = stream; ARGV[1] = group,
-/// ARGV[2] = entry id.
+/// Removes a delivered (or given up) entry. KEYS[1] = stream, KEYS[2] = the
+/// source's `settled` key; ARGV[1] = group, ARGV[2] = entry id. The `SET`
+/// makes every run a write the replicas receive, also one that finds the
+/// entry gone already (see [`settled_key`]).
 static SETTLE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
+redis.call('SET', KEYS[2], ARGV[2])
 return redis.call('XDEL', KEYS[1], ARGV[2])
 ",
     )
@@ -82,6 +102,26 @@ return #due
     )
 });
 
+/// Leases again (`XCLAIM`, idle 0) the entries still leased to a consumer,
+/// skipping any another consumer holds now or that are gone. KEYS[1] =
+/// stream; ARGV[1] = group, ARGV[2] = consumer, ARGV[3..] = entry ids.
+/// Returns the entries, as `XCLAIM` does.
+static CONFIRM: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local out = {}
+for i = 3, #ARGV do
+  local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
+  if p[1] and p[1][2] == ARGV[2] then
+    local c = redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[i])
+    if c[1] then out[#out + 1] = c[1] end
+  end
+end
+return out
+",
+    )
+});
+
 /// Counts one failure. KEYS[1] = fail key; ARGV[1] = ttl in ms. Returns the count.
 static FAIL: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
@@ -111,6 +151,10 @@ pub struct Cursor {
     group_ready: bool,
     reclaim_from: String,
     last_reclaim: Option<Instant>,
+    /// Entries leased to this worker by a read whose `WAIT` too few replicas
+    /// acknowledged: not delivered until a later lease of them is
+    /// acknowledged. At most one read's worth.
+    unconfirmed: Vec<String>,
 }
 
 impl Default for Cursor {
@@ -119,6 +163,7 @@ impl Default for Cursor {
             group_ready: false,
             reclaim_from: "0-0".to_owned(),
             last_reclaim: None,
+            unconfirmed: Vec::new(),
         }
     }
 }
@@ -187,6 +232,34 @@ impl RedisStore {
         if count == 0 {
             return Ok(Vec::new());
         }
+        if !cursor.unconfirmed.is_empty() {
+            // Leased again, with `WAIT`, those this worker still holds:
+            // delivered once the replicas know it holds them.
+            let rest = cursor
+                .unconfirmed
+                .split_off(count.min(cursor.unconfirmed.len()));
+            let mut args: Vec<&[u8]> = vec![GROUP.as_bytes(), consumer.as_bytes()];
+            args.extend(cursor.unconfirmed.iter().map(|id| id.as_bytes()));
+            let answer = self
+                .write_eval_answer::<StreamClaimReply>(Operation::Take, &CONFIRM, &[&stream], &args)
+                .await;
+            let reply = match answer {
+                Ok((reply, Ok(()))) => {
+                    cursor.unconfirmed = rest;
+                    reply
+                }
+                Ok((reply, Err(short))) => {
+                    cursor.unconfirmed = reply.ids.iter().map(|s| s.id.clone()).collect();
+                    cursor.unconfirmed.extend(rest);
+                    return Err(short);
+                }
+                Err(e) => {
+                    cursor.unconfirmed.extend(rest);
+                    return Err(e);
+                }
+            };
+            return Ok(reply.ids.iter().filter_map(stored).collect());
+        }
         let mut out = Vec::new();
         if cursor
             .last_reclaim
@@ -201,7 +274,11 @@ impl RedisStore {
                 .arg(&cursor.reclaim_from)
                 .arg("COUNT")
                 .arg(count);
-            let reply: StreamAutoClaimReply = self.reading(&mut cursor.group_ready, &cmd).await?;
+            let reply: StreamAutoClaimReply = self
+                .leasing(cursor, &cmd, |r: &StreamAutoClaimReply| {
+                    r.claimed.iter().map(|s| s.id.clone()).collect()
+                })
+                .await?;
             cursor.reclaim_from = reply.next_stream_id;
             if !reply.claimed.is_empty() {
                 tracing::info!(source = %source, entries = reply.claimed.len(), "took over entries a stopped replica left pending");
@@ -218,8 +295,15 @@ impl RedisStore {
                 .arg("STREAMS")
                 .arg(&stream)
                 .arg(">");
-            let reply: Option<StreamReadReply> =
-                self.reading(&mut cursor.group_ready, &cmd).await?;
+            let reply: Option<StreamReadReply> = self
+                .leasing(cursor, &cmd, |r: &Option<StreamReadReply>| {
+                    r.iter()
+                        .flat_map(|r| r.keys.iter())
+                        .flat_map(|k| k.ids.iter())
+                        .map(|s| s.id.clone())
+                        .collect()
+                })
+                .await?;
             out.extend(
                 reply
                     .iter()
@@ -231,19 +315,42 @@ impl RedisStore {
         Ok(out)
     }
 
-    /// A read of the group; a `NOGROUP` answer (Redis restarted empty)
-    /// makes the next round create the group again.
-    async fn reading<T>(&self, group_ready: &mut bool, cmd: &redis::Cmd) -> Result<T, Error>
+    /// A read of the group, which leases what it returns to the consumer:
+    /// with `min_replicas` it waits for the replicas like any write that
+    /// backs a promise. When too few acknowledge, the entries it leased
+    /// (`ids` of the answer) are kept in the cursor, to be leased again
+    /// before anything is delivered, and the read fails. A `NOGROUP` answer
+    /// (Redis restarted empty) makes the next round create the group again.
+    async fn leasing<T>(
+        &self,
+        cursor: &mut Cursor,
+        cmd: &redis::Cmd,
+        ids: impl Fn(&T) -> Vec<String>,
+    ) -> Result<T, Error>
     where
         T: redis::FromRedisValue + Send,
     {
-        let r = self.query(cmd).await;
-        if let Err(e) = &r
-            && e.to_string().contains("NOGROUP")
-        {
-            *group_ready = false;
+        match self.write_answer::<T>(Operation::Take, cmd).await {
+            Ok((answer, Ok(()))) => {
+                cursor.unconfirmed.clear();
+                Ok(answer)
+            }
+            Ok((answer, Err(short))) => {
+                // A read that leased nothing promised nothing.
+                let leased = ids(&answer);
+                if leased.is_empty() {
+                    return Ok(answer);
+                }
+                cursor.unconfirmed = leased;
+                Err(short)
+            }
+            Err(e) => {
+                if e.to_string().contains("NOGROUP") {
+                    cursor.group_ready = false;
+                }
+                Err(e)
+            }
         }
-        r
     }
 
     async fn create_group(&self, stream: &str) -> Result<(), Error> {
@@ -260,12 +367,16 @@ impl RedisStore {
         }
     }
 
-    /// Removes an entry from the stream and the group's pending list.
+    /// Removes an entry from the stream and the group's pending list; with
+    /// `min_replicas`, fails with [`Error::NotReplicated`] when too few
+    /// replicas acknowledge the removal in time (the primary has it).
+    /// Repeating it is harmless.
     pub async fn settle(&self, prefix: &str, source: &str, id: &str) -> Result<(), Error> {
         let _: i64 = self
-            .eval(
+            .write_eval(
+                Operation::Settle,
                 &SETTLE,
-                &[&queue_key(prefix, source)],
+                &[&queue_key(prefix, source), &settled_key(prefix, source)],
                 &[GROUP.as_bytes(), id.as_bytes()],
             )
             .await?;

@@ -196,6 +196,11 @@ impl Sentinels {
         &mut self.nodes[index]
     }
 
+    /// Node `index`, to read from or signal.
+    pub fn server(&self, index: usize) -> &RedisServer {
+        &self.nodes[index]
+    }
+
     /// The index of the node the sentinels name as the primary now.
     pub fn primary(&self) -> usize {
         let port = self
@@ -237,6 +242,26 @@ impl Sentinels {
                     self.sentinels[0].log_tail()
                 );
             }
+            sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Waits (bounded) until every sentinel names node `index` as the
+    /// primary: one still naming the old primary would take a node that
+    /// comes back on its port for the primary and demote the new one.
+    pub fn wait_all_name(&self, index: usize) {
+        let port = self.nodes[index].port();
+        let deadline = Instant::now() + SETTLE;
+        while !self
+            .sentinels
+            .iter()
+            .all(|s| s.primary_port() == Some(port))
+        {
+            assert!(
+                Instant::now() < deadline,
+                "not every sentinel names port {port} within {SETTLE:?}: {}",
+                self.sentinels[0].log_tail()
+            );
             sleep(Duration::from_millis(100));
         }
     }
