@@ -134,6 +134,8 @@ struct Sent {
     fate: Fate,
     /// When the sender first got a 2xx.
     accepted_at: Option<Instant>,
+    /// Accepted on the first attempt: the sender got that one answer only.
+    first_try: bool,
 }
 
 /// Senders of one source, spreading attempts over the replicas like a load
@@ -231,6 +233,7 @@ impl Sender {
                         id: event.id.clone(),
                         fate: Fate::Accepted,
                         accepted_at: Some(Instant::now()),
+                        first_try: attempt == 0,
                     };
                 }
                 Answer::Refused(label) => {
@@ -238,6 +241,7 @@ impl Sender {
                         id: event.id.clone(),
                         fate: Fate::Refused(label),
                         accepted_at: None,
+                        first_try: false,
                     };
                 }
                 Answer::Retry(label) => last = label,
@@ -248,6 +252,7 @@ impl Sender {
             id: event.id.clone(),
             fate: Fate::GaveUp(last),
             accepted_at: None,
+            first_try: false,
         }
     }
 }
@@ -513,6 +518,10 @@ struct Report {
     app_received: usize,
     app_accepted: usize,
     app_accepted_twice: usize,
+    /// Of those, events whose every copy a sender sent was accepted on its
+    /// first attempt: no `503` made a sender send it again, so the app
+    /// seeing it twice is hookgate's doing.
+    twice_after_one_answer: usize,
     redelivered_after_2xx: usize,
     answers: BTreeMap<String, usize>,
     /// The last answer of each event refused or given up on, counted.
@@ -558,6 +567,12 @@ impl Report {
         refused.retain(|id| !accepted_at.contains_key(id));
         gave_up.retain(|id| !accepted_at.contains_key(id));
 
+        let mut retried: HashSet<&str> = HashSet::new();
+        for s in sent {
+            if !s.first_try {
+                retried.insert(&s.id);
+            }
+        }
         let deliveries = app.deliveries();
         let mut app_accepted: HashMap<&str, usize> = HashMap::new();
         let mut received = HashSet::new();
@@ -600,6 +615,10 @@ impl Report {
             app_received: received.len(),
             app_accepted: app_accepted.len(),
             app_accepted_twice: app_accepted.values().filter(|n| **n > 1).count(),
+            twice_after_one_answer: app_accepted
+                .iter()
+                .filter(|(id, n)| **n > 1 && !retried.contains(*id))
+                .count(),
             redelivered_after_2xx: redelivered,
             answers,
             endings,
