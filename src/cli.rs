@@ -1,5 +1,7 @@
 //! The command line of DESIGN §1.
 
+pub mod filter;
+
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -70,6 +72,14 @@ pub enum Command {
         #[command(subcommand)]
         action: EventsAction,
     },
+    /// Try a source's `[[source.filter]]` rules on a body, offline.
+    Filter {
+        /// The config file (also from $HOOKGATE_CONFIG).
+        #[arg(long, env = "HOOKGATE_CONFIG", global = true)]
+        config: Option<PathBuf>,
+        #[command(subcommand)]
+        action: FilterAction,
+    },
     /// Delivery state per source; pause and resume a queue source's delivery
     /// (beside a running server: the state is kept in the store).
     Sources {
@@ -77,6 +87,25 @@ pub enum Command {
         config: Option<PathBuf>,
         #[command(subcommand)]
         action: SourcesAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FilterAction {
+    /// Which rule the body meets (each rule's verdict in order) and what
+    /// hookgate would answer, e.g.
+    /// `hookgate filter test --config hookgate.toml --source stripe --body-file evt.json`.
+    Test {
+        /// The `[[source]]` name.
+        #[arg(long)]
+        source: String,
+        /// The request body, as the sender signs it (a JSON or form file).
+        #[arg(long)]
+        body_file: PathBuf,
+        /// A request header, `"Name: value"`, repeatable: the event type's
+        /// header for schemes that carry it there (`X-GitHub-Event: push`).
+        #[arg(long = "header")]
+        headers: Vec<String>,
     },
 }
 

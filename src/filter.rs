@@ -273,6 +273,7 @@ mod tests {
     #[test]
     fn conditions_on_present_and_absent_fields() {
         let v = json!("cus_1");
+        let five = json!(5);
         let cases: Vec<(Condition, Option<&Value>, bool)> = vec![
             (Condition::Exists(true), Some(&v), true),
             (Condition::Exists(true), None, false),
@@ -286,7 +287,7 @@ mod tests {
             (Condition::Equals(Key::of(&v)), Some(&v), true),
             (Condition::Equals(Key::of(&v)), None, false),
             (Condition::Prefix("cus_".into()), Some(&v), true),
-            (Condition::Prefix("cus_".into()), Some(&json!(5)), false),
+            (Condition::Prefix("cus_".into()), Some(&five), false),
             (Condition::Prefix("acct_".into()), Some(&v), false),
             (Condition::Prefix("cus_".into()), None, false),
         ];
@@ -363,19 +364,17 @@ mod tests {
         );
         assert_eq!(decide(&[numeric], b"count=3").rule, None);
         // Escaped pointer segments name form fields with / and ~.
-        let escaped = rule(
-            "e",
-            "/a~1b~0c",
-            Condition::Exists(true),
-            Action::Ignore,
-        );
+        let escaped = rule("e", "/a~1b~0c", Condition::Exists(true), Action::Ignore);
         assert_eq!(decide(&[escaped], b"a%2Fb~c=1").rule, Some(0));
     }
 
     #[test]
     fn a_body_that_is_not_json_has_no_fields() {
         let absent = rule("absent", "/x", Condition::Exists(false), Action::Ignore);
-        assert_eq!(decide(std::slice::from_ref(&absent), b"{not json").rule, Some(0));
+        assert_eq!(
+            decide(std::slice::from_ref(&absent), b"{not json").rule,
+            Some(0)
+        );
         let present = rule("present", "/x", Condition::Exists(true), Action::Ignore);
         assert_eq!(decide(&[present], b"{not json").rule, None);
     }

@@ -21,6 +21,8 @@
 //!   `scheme.rs` (and its `mod`); [`scheme::Scheme`] asks that trait object
 //!   for everything. Providers that are only a configuration of the generic
 //!   engine are rows of `scheme/catalog.rs`.
+//! - [`filter`]: `[[source.filter]]` rules, read on a verified event's signed
+//!   body before it is claimed: the first rule that holds ignores or delivers it.
 //! - [`keyfetch`]: keys that come from the provider (SNS and PayPal
 //!   certificates, Google's JWKS), fetched over HTTPS and cached.
 //! - [`store`]: the nonce store (SQLite, memory, Redis, Sentinel or Cluster)
@@ -67,6 +69,7 @@ pub mod delivery;
 pub mod dlq;
 pub mod envelope;
 pub mod events;
+pub mod filter;
 pub mod forward;
 pub mod keyfetch;
 pub mod log;

@@ -67,6 +67,15 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Filter { config, action } => {
+            let Some(config) = config else {
+                eprintln!(
+                    "hookgate filter: give the config with --config PATH (or HOOKGATE_CONFIG)"
+                );
+                return ExitCode::from(2);
+            };
+            filter_test(&config, action)
+        }
         Command::Sources { config, action } => {
             let Some(config) = config else {
                 eprintln!(
@@ -418,6 +427,47 @@ fn sign(
         println!("{name}: {value}");
     }
     ExitCode::SUCCESS
+}
+
+/// `hookgate filter test`: exit 0 with the report, 1 on a problem.
+fn filter_test(path: &Path, action: hookgate::cli::FilterAction) -> ExitCode {
+    let hookgate::cli::FilterAction::Test {
+        source,
+        body_file,
+        headers,
+    } = action;
+    let config = match Config::load(path) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("{}", e.display_in(path));
+            return ExitCode::FAILURE;
+        }
+    };
+    let Some(found) = config.sources.iter().find(|s| s.name == source) else {
+        let names: Vec<&str> = config.sources.iter().map(|s| s.name.as_str()).collect();
+        eprintln!(
+            "hookgate filter: no source named {source:?} (configured: {})",
+            names.join(", ")
+        );
+        return ExitCode::FAILURE;
+    };
+    let body = match read_body(Some(&body_file)) {
+        Ok(body) => body,
+        Err(e) => {
+            eprintln!("hookgate filter: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match hookgate::cli::filter::test(found, &body, &headers) {
+        Ok(report) => {
+            print!("{report}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("hookgate filter: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 fn read_body(body_file: Option<&Path>) -> Result<Vec<u8>, String> {

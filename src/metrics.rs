@@ -35,6 +35,14 @@ pub struct SourceSecret {
     pub secret: String,
 }
 
+/// `hookgate_filtered_total`: the source and the name of the rule that
+/// ignored the event.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SourceRule {
+    pub source: String,
+    pub rule: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ListenerLabel {
     pub listener: &'static str,
@@ -46,7 +54,8 @@ pub struct SourceResult {
     pub result: &'static str,
 }
 
-/// The write a `WAIT` followed: `enqueue`, `commit`, `version_advance`, `dead_letter`.
+/// The write a `WAIT` followed: `enqueue`, `commit`, `version_advance`,
+/// `dead_letter`, `take`, `settle`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OperationLabel {
     pub operation: &'static str,
@@ -102,6 +111,8 @@ pub struct Metrics {
     pub upstream_duration: HistogramFamily<SourceLabel>,
     pub upstream_responses: Family<SourceClass, Counter>,
     pub signature_matches: Family<SourceSecret, Counter>,
+    /// Events a `[[source.filter]]` rule ignored (DESIGN §3a).
+    pub filtered: Family<SourceRule, Counter>,
     pub dlq_depth: Gauge,
     pub queue_depth: Family<SourceLabel, Gauge>,
     /// Queue sources: 1 while delivery is paused (DESIGN §6a), else 0.
@@ -222,6 +233,12 @@ impl Metrics {
             "hookgate_signature_matches",
             "Verified requests by the 0-based index of the secret that matched",
             signature_matches.clone(),
+        );
+        let filtered = Family::<SourceRule, Counter>::default();
+        registry.register(
+            "hookgate_filtered",
+            "Verified events a [[source.filter]] rule ignored, by source and rule name",
+            filtered.clone(),
         );
         let dlq_depth = Gauge::default();
         registry.register(
@@ -365,6 +382,7 @@ impl Metrics {
             upstream_duration,
             upstream_responses,
             signature_matches,
+            filtered,
             dlq_depth,
             queue_depth,
             source_paused,
@@ -426,6 +444,16 @@ impl Metrics {
         if lookup(&handles[index]).is_none() {
             keep(&mut handles[index], created);
         }
+    }
+
+    /// One event ignored by the source's rule `rule` (DESIGN §3a).
+    pub fn filtered(&self, source: &str, rule: &str) {
+        self.filtered
+            .get_or_create(&SourceRule {
+                source: source.to_owned(),
+                rule: rule.to_owned(),
+            })
+            .inc();
     }
 
     pub fn request(&self, source: &str, outcome: &'static str) {

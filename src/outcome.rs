@@ -64,6 +64,11 @@ pub enum Outcome {
     MalformedBody,
     /// Event type filtered out by `event_types`.
     Ignored,
+    /// A `[[source.filter]]` rule with `action = "ignore"` met the event
+    /// (DESIGN §3a); `rule` is its name.
+    Filtered {
+        rule: String,
+    },
     /// A provider's endpoint check, answered by hookgate (not forwarded).
     Handshake,
     Duplicate {
@@ -113,6 +118,7 @@ impl Outcome {
             Outcome::TimestampOutsideWindow => "timestamp_outside_window",
             Outcome::MalformedBody => "malformed_body",
             Outcome::Ignored => "ignored",
+            Outcome::Filtered { .. } => "filtered",
             Outcome::Handshake => "handshake",
             Outcome::Duplicate { .. } => "duplicate",
             Outcome::InFlight => "in_flight",
@@ -143,6 +149,7 @@ impl Outcome {
             | Outcome::TimestampOutsideWindow
             | Outcome::MalformedBody => StatusCode::BAD_REQUEST,
             Outcome::Ignored
+            | Outcome::Filtered { .. }
             | Outcome::Handshake
             | Outcome::Duplicate { .. }
             | Outcome::StaleVersion
@@ -157,6 +164,14 @@ impl Outcome {
             | Outcome::AppUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Outcome::UpstreamUnavailable => StatusCode::BAD_GATEWAY,
             Outcome::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
+        }
+    }
+
+    /// The `[[source.filter]]` rule that ignored the event, for its log line.
+    pub fn rule(&self) -> Option<&str> {
+        match self {
+            Outcome::Filtered { rule } => Some(rule),
+            _ => None,
         }
     }
 
@@ -175,6 +190,7 @@ impl Outcome {
     fn body(&self) -> String {
         match self {
             Outcome::Ignored => r#"{"ignored":true}"#.to_owned(),
+            Outcome::Filtered { .. } => r#"{"ignored":"filtered"}"#.to_owned(),
             Outcome::Handshake => r#"{"handshake":true}"#.to_owned(),
             Outcome::StaleVersion => r#"{"ignored":"stale_version"}"#.to_owned(),
             Outcome::Duplicate { event_id } => {
@@ -310,6 +326,13 @@ mod tests {
             ),
             (Outcome::MalformedBody, 400, r#"{"error":"malformed_body"}"#),
             (Outcome::Ignored, 200, r#"{"ignored":true}"#),
+            (
+                Outcome::Filtered {
+                    rule: "test-mode".into(),
+                },
+                200,
+                r#"{"ignored":"filtered"}"#,
+            ),
             (
                 Outcome::Duplicate {
                     event_id: "evt_1".into(),

@@ -196,6 +196,18 @@ where
     if !source.accepts_type(verified.event_type.as_deref()) {
         return finish(state, span, source, Some(&verified), Outcome::Ignored, None);
     }
+    // `[[source.filter]]` (DESIGN §3a), on the signed body only: an ignored
+    // event takes no nonce and leaves nothing in the store.
+    let decision = crate::filter::decide(&source.filters, &body);
+    if decision.action == crate::filter::Action::Ignore
+        && let Some(rule) = decision.rule.and_then(|i| source.filters.get(i))
+    {
+        state.metrics.filtered(&source.name, &rule.name);
+        let outcome = Outcome::Filtered {
+            rule: rule.name.clone(),
+        };
+        return finish(state, span, source, Some(&verified), outcome, None);
+    }
 
     // From here on the event is claimed: the rest runs to completion even if
     // the sender hangs up, so no 2xx is left uncommitted and no lease held.
@@ -919,6 +931,7 @@ fn finish(
         event_id = event_id.as_deref(),
         event_type = verified.and_then(|v| v.event_type.as_deref()),
         outcome = outcome.code(),
+        rule = outcome.rule(),
         status = response.status().as_u16(),
         trace_id = trace_id.as_deref(),
         "request"

@@ -22,7 +22,7 @@ mod discord;
 mod generic;
 mod github;
 mod google_oidc;
-mod handshake;
+pub(crate) mod handshake;
 pub(crate) mod hmac;
 mod increase;
 mod json;

@@ -143,6 +143,23 @@ pub(super) struct RawSource {
     pub audience: Option<Spanned<String>>,
     pub email: Option<Spanned<String>>,
     pub keys: Option<Spanned<RawKeys>>,
+    /// `[[source.filter]]` (DESIGN §3a), tried in order.
+    pub filter: Option<Spanned<Vec<Spanned<RawFilter>>>>,
+}
+
+/// One `[[source.filter]]` rule: a field, exactly one condition, an action.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFilter {
+    pub name: Option<Spanned<String>>,
+    pub field: Option<Spanned<String>>,
+    pub equals: Option<Spanned<toml::Value>>,
+    #[serde(rename = "in")]
+    pub in_list: Option<Spanned<Vec<toml::Value>>>,
+    pub not_in: Option<Spanned<Vec<toml::Value>>>,
+    pub prefix: Option<Spanned<String>>,
+    pub exists: Option<Spanned<bool>>,
+    pub action: Option<Spanned<String>>,
 }
 
 /// `[source.resign]`: deliveries carry fresh signature headers.

@@ -79,6 +79,7 @@ mod delivery_kit;
 mod dlq;
 mod eviction;
 mod faults;
+mod filters;
 mod flood;
 mod forwarding;
 mod handshakes;
