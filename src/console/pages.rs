@@ -127,6 +127,16 @@ pub struct SourceOverview {
     pub dead_letters: Option<usize>,
     /// Secret index and verified requests it matched over the window.
     pub secrets: Vec<(String, u64)>,
+    /// `[[source.filter]]` rules in order: name, what its condition reads
+    /// (`/livemode equals`), action, and events it ignored over the window.
+    pub filters: Vec<FilterRow>,
+}
+
+pub struct FilterRow {
+    pub name: String,
+    pub reads: String,
+    pub action: &'static str,
+    pub ignored: u64,
 }
 
 pub fn overview(frame: &Frame<'_>, view: &Overview) -> Markup {
@@ -137,11 +147,12 @@ pub fn overview(frame: &Frame<'_>, view: &Overview) -> Markup {
                 Err(e) => { p.bad { "Store (" (view.store_engine) "): " (e) } },
             }
         }
-        p.hint { "Outcomes and secrets over the last " (view.window_minutes) " min." }
+        p.hint { "Outcomes, secrets and events each filter ignored over the last " (view.window_minutes) " min." }
         table.sources {
             thead { tr {
                 th { "Source" } th { "Delivery" } th { "Outcomes" } th { "Queue" }
                 th { "Oldest waiting" } th { "Dead letters" } th { "Secrets matched" }
+                th { "Filters" }
             } }
             tbody {
                 @for s in &view.sources {
@@ -191,6 +202,15 @@ pub fn overview(frame: &Frame<'_>, view: &Overview) -> Markup {
                             @if s.secrets.is_empty() { span.none { "none" } }
                             @for (index, n) in &s.secrets {
                                 span.count { "#" (index) " " b { (n) } }
+                            }
+                        }
+                        td {
+                            @if s.filters.is_empty() { span.none { "none" } }
+                            @for f in &s.filters {
+                                span.count title=(f.reads) {
+                                    (f.name) " (" (f.action) ")"
+                                    @if f.action == "ignore" { " " b { (f.ignored) } }
+                                }
                             }
                         }
                     }

@@ -3,7 +3,8 @@
 //! Counters only ever grow, so "the last hour" is today's value minus the
 //! value an hour ago. The sampler keeps a snapshot of the counters it needs
 //! (`hookgate_requests_total` by source and outcome,
-//! `hookgate_signature_matches_total` by source and secret) at most once a
+//! `hookgate_signature_matches_total` by source and secret,
+//! `hookgate_filtered_total` by source and rule) at most once a
 //! [`STEP`], for an hour. The baseline of a window is the oldest snapshot
 //! within the hour, or zero at process start when the process is younger
 //! than an hour. Snapshots are taken when the overview is shown, so a
@@ -19,7 +20,7 @@ pub const STEP: Duration = Duration::from_secs(60);
 /// The window.
 pub const HOUR: Duration = Duration::from_secs(60 * 60);
 
-/// (metric, source, outcome or secret index) → value.
+/// (metric, source, outcome, secret index or rule name) → value.
 pub type Counts = HashMap<(String, String, String), f64>;
 
 pub struct Sampler {
@@ -81,8 +82,9 @@ impl Default for Sampler {
 }
 
 /// The counters the overview needs, read from the Prometheus text of
-/// `/metrics`: `hookgate_requests_total` (keyed by `outcome`) and
-/// `hookgate_signature_matches_total` (keyed by `secret`).
+/// `/metrics`: `hookgate_requests_total` (keyed by `outcome`),
+/// `hookgate_signature_matches_total` (keyed by `secret`) and
+/// `hookgate_filtered_total` (keyed by `rule`).
 pub fn counts(text: &str) -> Counts {
     let mut out = Counts::new();
     for line in text.lines() {
@@ -95,6 +97,7 @@ pub fn counts(text: &str) -> Counts {
         let key_label = match name {
             "hookgate_requests_total" => "outcome",
             "hookgate_signature_matches_total" => "secret",
+            "hookgate_filtered_total" => "rule",
             _ => continue,
         };
         let Ok(value) = value.parse::<f64>() else {

@@ -126,6 +126,22 @@ pub async fn overview(state: &Arc<State>, console: &Console, session: &Session) 
             oldest_waiting,
             dead_letters: keeps.then(|| dead_by_source.get(name).copied().unwrap_or(0)),
             secrets: pick("hookgate_signature_matches_total"),
+            filters: {
+                let ignored = pick("hookgate_filtered_total");
+                source
+                    .filters
+                    .iter()
+                    .map(|rule| pages::FilterRow {
+                        name: rule.name.clone(),
+                        reads: format!("{} {}", rule.field, rule.condition.word()),
+                        action: rule.action.word(),
+                        ignored: ignored
+                            .iter()
+                            .find(|(name, _)| *name == rule.name)
+                            .map_or(0, |(_, n)| *n),
+                    })
+                    .collect()
+            },
         });
     }
     let view = pages::Overview {

@@ -769,3 +769,38 @@ async fn an_attempt_links_to_its_trace() {
     );
     browser.close().await;
 }
+
+/// The overview lists each source's `[[source.filter]]` rules with what
+/// they ignored: a rule whose condition held for one event shows 1, one
+/// that never held 0, and a `deliver` rule no count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_overview_lists_each_rule_with_the_events_it_ignored() {
+    let app = App::start().await;
+    let backend = Backend::sqlite();
+    let rules = "\
+        [[source.filter]]\nname = \"keep-main\"\nfield = \"/repository/name\"\nequals = \"main\"\naction = \"deliver\"\n\
+        [[source.filter]]\nname = \"sandbox-repos\"\nfield = \"/repository/name\"\nprefix = \"sandbox-\"\naction = \"ignore\"\n\
+        [[source.filter]]\nname = \"bots\"\nfield = \"/sender/type\"\nequals = \"Bot\"\naction = \"ignore\"\n";
+    let hookgate = start(&app, &backend, &source("gh", rules)).await;
+    let ignored = r#"{"repository":{"name":"sandbox-1"},"sender":{"type":"User"}}"#;
+    let kept = r#"{"repository":{"name":"main"},"sender":{"type":"Bot"}}"#;
+    assert_eq!(send(&hookgate, "gh", "d-ignored", ignored, &[]).await, 200);
+    assert_eq!(send(&hookgate, "gh", "d-kept", kept, &[]).await, 200);
+    app.wait_for("d-kept", 1).await;
+    assert_eq!(app.seen().len(), 1, "only the kept event reached the app");
+
+    let admin = hookgate.admin_url();
+    let browser = Browser::start().await;
+    let client = &browser.client;
+    sign_in(client, &admin, ADMIN_TOKEN).await;
+    client
+        .goto(&format!("{admin}/console"))
+        .await
+        .expect("overview");
+    let row = wait_text(client, "table.sources", "sandbox-repos (ignore) 1").await;
+    assert!(row.contains("keep-main (deliver)"), "{row}");
+    assert!(row.contains("bots (ignore) 0"), "{row}");
+    let header = wait_text(client, "table.sources thead", "Filters").await;
+    assert!(header.contains("Secrets matched"), "{header}");
+    browser.close().await;
+}

@@ -583,3 +583,37 @@ async fn filter_test_says_which_rule_decides_and_the_answer() {
     assert_eq!(status.code(), Some(1));
     assert!(stderr.contains("no source named \"nope\""), "{stderr}");
 }
+
+/// A reload applies new rules like any other key: an event the app took
+/// before the reload is, sent afresh under a new id after it, ignored.
+#[tokio::test]
+async fn a_reload_applies_new_rules() {
+    let upstream = Upstream::start().await;
+    let stripe = SourceSpec::stripe();
+    let mut gate = ConfigBuilder::new(&upstream.url())
+        .source(stripe.clone())
+        .start()
+        .await;
+    gate.send(
+        &stripe,
+        &stripe_event("evt_before", json!(false), json!({})),
+    )
+    .await
+    .assert_app_ok();
+    let mut filtered = SourceSpec::stripe();
+    filtered.extra_toml += STRIPE_RULES;
+    gate.rewrite_config(&ConfigBuilder::new(&upstream.url()).source(filtered).toml());
+    gate.signal("HUP");
+    let after = stripe_event("evt_after", json!(false), json!({}));
+    let resp = crate::support::eventually("the new rules applied", || async {
+        let resp = gate.send(&stripe, &after).await;
+        if resp.text().contains("filtered") {
+            Ok(resp)
+        } else {
+            Err(format!("{} {}", resp.status, resp.text()))
+        }
+    })
+    .await;
+    resp.assert_json(200, json!({"ignored": "filtered"}));
+    assert_eq!(delivered_ids(&upstream), vec!["evt_before"]);
+}
