@@ -288,8 +288,10 @@ impl Breakers {
                     "breaker opened: the app failed that many deliveries in a row"
                 );
             }
+            // `hookgate_breaker_opened_total` counts openings from closed
+            // (DESIGN §6a: after `failures` failed deliveries in a row); a
+            // failed probe's reopening is not one.
             Change::Reopened => {
-                metrics.breaker_opened.get_or_create(&label).inc();
                 tracing::warn!(
                     source,
                     cooldown_ms = shared.cooldown_ms,

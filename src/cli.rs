@@ -27,46 +27,56 @@ pub enum LogFormat {
 pub enum Command {
     /// Serve: verify, dedupe and forward webhooks.
     Run {
+        /// The config file, e.g. `--config /etc/hookgate/hookgate.toml`
+        /// (also from $HOOKGATE_CONFIG).
         #[arg(long, env = "HOOKGATE_CONFIG")]
         config: PathBuf,
-        /// `json` lines (default) or `text` for humans.
+        /// `json` lines (default) or `text` for humans, e.g. `--log-format
+        /// text` (coloured only on a terminal).
         #[arg(long, value_enum, default_value = "json")]
         log_format: LogFormat,
     },
     /// Validate the config and its secrets; exit 0, or 1 listing every problem.
     Check {
+        /// The config file to check, e.g. `--config hookgate.toml` (also from
+        /// $HOOKGATE_CONFIG).
         #[arg(long, env = "HOOKGATE_CONFIG")]
         config: PathBuf,
     },
     /// Print the headers that make a valid request for a source.
     Sign {
+        /// The config file holding the source's secrets, e.g. `--config
+        /// hookgate.toml` (also from $HOOKGATE_CONFIG).
         #[arg(long, env = "HOOKGATE_CONFIG")]
         config: PathBuf,
-        /// The `[[source]]` name.
+        /// The `[[source]]` name, e.g. `--source stripe`.
         #[arg(long)]
         source: String,
-        /// The body to sign (default: standard input).
+        /// The body to sign, e.g. `--body-file evt.json` (default: standard input).
         #[arg(long)]
         body_file: Option<PathBuf>,
-        /// The event id, where the scheme carries it in a header.
+        /// The event id, where the scheme carries it in a header, e.g. `--id
+        /// msg_1` (Standard Webhooks' `webhook-id`).
         #[arg(long)]
         id: Option<String>,
-        /// The signed time, unix seconds (default: now).
-        #[arg(long, allow_negative_numbers = true)]
+        /// The signed time: unix seconds (`1733480000`) or RFC 3339
+        /// (`2026-12-06T10:00:00Z`); default: now.
+        #[arg(long, allow_negative_numbers = true, value_parser = parse_timestamp)]
         timestamp: Option<i64>,
     },
     /// Inspect and replay dead letters (events the app could not take).
     Dlq {
+        /// The config file naming the store, e.g. `--config hookgate.toml`
+        /// (also from $HOOKGATE_CONFIG).
         #[arg(long, env = "HOOKGATE_CONFIG", global = true)]
         config: Option<PathBuf>,
-        /// Only the dead letters of this `[[source]]` (list and replay --all).
-        #[arg(long, global = true)]
-        source: Option<String>,
         #[command(subcommand)]
         action: DlqAction,
     },
     /// The event trail: what happened to each recent event (newest first).
     Events {
+        /// The config file naming the store, e.g. `--config hookgate.toml`
+        /// (also from $HOOKGATE_CONFIG).
         #[arg(long, env = "HOOKGATE_CONFIG", global = true)]
         config: Option<PathBuf>,
         #[command(subcommand)]
@@ -83,6 +93,8 @@ pub enum Command {
     /// Delivery state per source; pause and resume a queue source's delivery
     /// (beside a running server: the state is kept in the store).
     Sources {
+        /// The config file naming the store, e.g. `--config hookgate.toml`
+        /// (also from $HOOKGATE_CONFIG).
         #[arg(long, env = "HOOKGATE_CONFIG", global = true)]
         config: Option<PathBuf>,
         #[command(subcommand)]
@@ -115,15 +127,16 @@ pub enum SourcesAction {
     List,
     /// Stop delivering a queue source's events to the app; they wait in the queue.
     Pause {
-        /// The `[[source]]` name.
+        /// The `[[source]]` name, e.g. `billing`.
         name: String,
-        /// Why, for whoever looks next (`sources list`, the console, the log).
+        /// Why, for whoever looks next (`sources list`, the console, the
+        /// log), e.g. `--reason "database migration"`.
         #[arg(long)]
         reason: Option<String>,
     },
     /// Deliver again; the backlog drains oldest first.
     Resume {
-        /// The `[[source]]` name.
+        /// The `[[source]]` name, e.g. `billing`.
         name: String,
     },
 }
@@ -132,19 +145,51 @@ pub enum SourcesAction {
 pub enum EventsAction {
     /// One line per event: received, source, event id, type, state, attempts, duplicates.
     List {
-        /// Only this `[[source]]`'s events.
+        /// Only this `[[source]]`'s events, e.g. `--source stripe`.
         #[arg(long)]
         source: Option<String>,
         /// Only events in this state: in_flight, delivered, released,
-        /// waiting, dropped, dead_letter.
+        /// waiting, dropped, dead_letter; e.g. `--state waiting`.
         #[arg(long)]
         state: Option<String>,
-        /// At most this many (1 to 1000).
+        /// At most this many (1 to 1000), e.g. `--limit 200`.
         #[arg(long, default_value_t = 50)]
         limit: usize,
     },
-    /// One event's story: every attempt, and what the store holds for it now.
-    Show { source: String, event_id: String },
+    /// One event's story: every attempt (with how long it waited and its
+    /// trace id), and what the store holds for it now, e.g. `hookgate events
+    /// show stripe evt_1`.
+    Show {
+        /// The `[[source]]` name, e.g. `stripe`.
+        source: String,
+        /// The event id as `list` prints it (`X-Verified-Event-Id`), e.g. `evt_1`.
+        event_id: String,
+    },
+}
+
+/// Who runs this command, for the pause's `by`: the effective user's name
+/// from `/etc/passwd`, else `uid:N` (a container's user may have no entry;
+/// `$USER` is often unset there and can say anything).
+pub fn effective_user() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let euid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|ids| ids.split_whitespace().nth(1))
+        .map(str::to_owned);
+    let Some(euid) = euid else {
+        return "unknown".to_owned();
+    };
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    passwd
+        .lines()
+        .find_map(|l| {
+            let mut fields = l.split(':');
+            let name = fields.next()?;
+            let uid = fields.nth(1)?;
+            (uid == euid && !name.is_empty()).then(|| name.to_owned())
+        })
+        .unwrap_or_else(|| format!("uid:{euid}"))
 }
 
 /// Rows under a header, each column as wide as its widest cell, two spaces
@@ -179,19 +224,42 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 #[derive(Debug, Subcommand)]
 pub enum DlqAction {
     /// One line per dead letter: id, source, event id, type, attempts, age, last error.
-    List,
+    List {
+        /// Only the dead letters of this `[[source]]`, e.g. `--source stripe`.
+        #[arg(long)]
+        source: Option<String>,
+    },
     /// One dead letter in full: its metadata, headers and body.
     Show {
-        /// The entry id `list` prints.
+        /// The entry id `list` prints, e.g. `1733480000000-0`.
         id: String,
     },
     /// Send dead letters to the app again; each is removed on a 2xx.
     #[command(group = clap::ArgGroup::new("which").required(true).args(["id", "all"]))]
     Replay {
-        /// The entry id `list` prints.
+        /// The entry id `list` prints, e.g. `1733480000000-0`.
         id: Option<String>,
         /// Every dead letter (of `--source`, when given).
         #[arg(long)]
         all: bool,
+        /// With `--all`: only this `[[source]]`'s dead letters, e.g. `--source stripe`.
+        #[arg(long, requires = "all")]
+        source: Option<String>,
     },
+}
+
+/// `--timestamp`: unix seconds, or an RFC 3339 time.
+fn parse_timestamp(text: &str) -> Result<i64, String> {
+    if let Ok(secs) = text.parse::<i64>() {
+        return Ok(secs);
+    }
+    let time = humantime::parse_rfc3339_weak(text).map_err(|_| {
+        format!("{text:?} is neither unix seconds (1733480000) nor RFC 3339 (2026-12-06T10:00:00Z)")
+    })?;
+    match time.duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_secs()).map_err(|_| format!("{text:?} is too far ahead")),
+        Err(e) => i64::try_from(e.duration().as_secs())
+            .map(|s| -s)
+            .map_err(|_| format!("{text:?} is too far back")),
+    }
 }

@@ -197,12 +197,18 @@ pub fn show_text(shown: &Shown) -> String {
                     a.outcome.clone(),
                     a.status.map_or("-".into(), |s| s.to_string()),
                     format!("{}ms", a.duration_ms),
+                    a.waited
+                        .as_ref()
+                        .map_or("-".into(), |w| format!("{}ms {}", w.ms, w.reason)),
+                    a.trace_id.clone().unwrap_or_else(|| "-".into()),
                 ]
             })
             .collect();
         out.push('\n');
         out.push_str(&crate::cli::table(
-            &["AT", "REPLICA", "MODE", "OUTCOME", "STATUS", "DURATION"],
+            &[
+                "AT", "REPLICA", "MODE", "OUTCOME", "STATUS", "DURATION", "WAITED", "TRACE ID",
+            ],
             &rows,
         ));
         if r.attempts_omitted > 0 {

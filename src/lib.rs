@@ -242,9 +242,11 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
         }
     };
     tokio::join!(public, draining);
+    // What finishes after the drain shares one budget, BEHIND_GRACE.
+    let deadline = tokio::time::Instant::now() + BEHIND_GRACE;
     // Commits of events answered during the drain land before the exit.
     state.behind.close();
-    if tokio::time::timeout(BEHIND_GRACE, state.behind.wait())
+    if tokio::time::timeout_at(deadline, state.behind.wait())
         .await
         .is_err()
     {
@@ -255,7 +257,7 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
     }
     let _ = workers.await;
     // Duplicates counted since the last flush of the trail's tally.
-    if tokio::time::timeout(BEHIND_GRACE, state.store.trail_flush())
+    if tokio::time::timeout_at(deadline, state.store.trail_flush())
         .await
         .is_err()
     {
@@ -267,7 +269,11 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
     let _ = admin.await;
     // Spans of the drain's last requests, deliveries and replays.
     if let Some(traces) = &state.traces {
-        traces.flush(BEHIND_GRACE).await;
+        // At least a moment to send the last batch, within the budget.
+        let left = deadline
+            .saturating_duration_since(tokio::time::Instant::now())
+            .max(Duration::from_millis(200));
+        traces.flush(left).await;
     }
     tracing::info!("stopped");
 }

@@ -91,17 +91,13 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Dlq {
-            config,
-            source,
-            action,
-        } => {
+        Command::Dlq { config, action } => {
             let Some(config) = config else {
                 eprintln!("hookgate dlq: give the config with --config PATH (or HOOKGATE_CONFIG)");
                 return ExitCode::from(2);
             };
             match tokio::runtime::Runtime::new() {
-                Ok(runtime) => runtime.block_on(dlq(&config, source.as_deref(), action)),
+                Ok(runtime) => runtime.block_on(dlq(&config, action)),
                 Err(e) => {
                     eprintln!("hookgate: cannot start the async runtime: {e}");
                     ExitCode::FAILURE
@@ -119,7 +115,8 @@ fn init_tracing(format: LogFormat) {
         .with_writer(hookgate::log::stdout);
     match format {
         LogFormat::Json => builder.event_format(hookgate::log::JsonLines).init(),
-        LogFormat::Text => builder.init(),
+        // Colour only for a terminal: a pipe or a file gets plain text.
+        LogFormat::Text => builder.with_ansi(std::io::stdout().is_terminal()).init(),
     }
 }
 
@@ -142,8 +139,16 @@ async fn serve(path: PathBuf) -> ExitCode {
     let config = match Config::load(&path) {
         Ok(config) => config,
         Err(e) => {
-            tracing::error!(problems = %e, "config refused");
-            eprintln!("{}", e.display_in(&path));
+            // The problems go to standard error once, as `check` prints them;
+            // the log line only counts them.
+            let shown = e.display_in(&path).to_string();
+            let problems = shown.lines().count();
+            tracing::error!(
+                problems,
+                config = %path.display(),
+                "config refused; the problems are on standard error"
+            );
+            eprintln!("{shown}");
             return ExitCode::FAILURE;
         }
     };
@@ -180,6 +185,7 @@ async fn serve(path: PathBuf) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    started(&state);
     let shutdown = CancellationToken::new();
     tokio::spawn(reload::watch(
         Arc::clone(&state),
@@ -193,6 +199,79 @@ async fn serve(path: PathBuf) -> ExitCode {
     }
     hookgate::run(state, Listeners { public, admin }, shutdown).await;
     ExitCode::SUCCESS
+}
+
+/// One line saying what is on, then (in the background) one warning if the
+/// upstream does not accept a connection: `/readyz` stays about hookgate
+/// itself, so a missing app is said here, once.
+fn started(state: &Arc<State>) {
+    let runtime = state.runtime();
+    let config = &runtime.config;
+    let queued = config
+        .sources
+        .iter()
+        .filter(|s| s.delivery == hookgate::config::Delivery::Queue)
+        .count();
+    let names: Vec<&str> = config
+        .sources
+        .iter()
+        .map(|s| s.name.as_str())
+        .take(20)
+        .collect();
+    let tracing_to = config
+        .tracing
+        .as_ref()
+        .map(|t| shown_url(&t.traces_url))
+        .unwrap_or_else(|| "off".to_owned());
+    tracing::info!(
+        store = state.store.engine(),
+        sources = config.sources.len(),
+        queue_sources = queued,
+        names = names.join(",").as_str(),
+        upstream = shown_url(&config.server.upstream).as_str(),
+        public = %config.server.listen,
+        admin = %config.admin.listen,
+        console = if config.admin.token.is_some() { "on" } else { "off" },
+        tracing = tracing_to.as_str(),
+        "hookgate started"
+    );
+    let upstream = config.server.upstream.clone();
+    let shown = shown_url(&upstream);
+    tokio::spawn(async move {
+        let host = upstream
+            .host()
+            .unwrap_or("127.0.0.1")
+            .trim_matches(['[', ']'])
+            .to_owned();
+        let port = upstream.port_u16().unwrap_or(match upstream.scheme_str() {
+            Some("https") => 443,
+            _ => 80,
+        });
+        let connect = tokio::net::TcpStream::connect((host.as_str(), port));
+        match tokio::time::timeout(std::time::Duration::from_secs(3), connect).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::warn!(
+                upstream = shown.as_str(),
+                error = %e,
+                "the upstream cannot be reached yet; events are answered as the app fails until it can (/readyz is about hookgate only)"
+            ),
+            Err(_) => tracing::warn!(
+                upstream = shown.as_str(),
+                "the upstream did not accept a connection within 3s; events are answered as the app fails until it can (/readyz is about hookgate only)"
+            ),
+        }
+    });
+}
+
+/// Scheme, host, port and path of `u`: no credentials a URL could carry.
+fn shown_url(u: &http::Uri) -> String {
+    let port = u.port_u16().map(|p| format!(":{p}")).unwrap_or_default();
+    format!(
+        "{}://{}{port}{}",
+        u.scheme_str().unwrap_or("http"),
+        u.host().unwrap_or(""),
+        u.path()
+    )
 }
 
 /// SIGTERM / SIGINT start the drain; SIGHUP reloads the config.
@@ -513,7 +592,7 @@ async fn sources(path: &Path, action: hookgate::cli::SourcesAction) -> ExitCode 
     };
     let by = format!(
         "cli:{}@{}",
-        std::env::var("USER").unwrap_or_else(|_| "unknown".into()),
+        hookgate::cli::effective_user(),
         hookgate::trail::replica_name()
     );
     match action {
@@ -568,6 +647,17 @@ async fn events(path: &Path, action: hookgate::cli::EventsAction) -> ExitCode {
         Ok(opened) => opened,
         Err(code) => return code,
     };
+    if !store.keeps_queue() {
+        // The memory store's trail lives in the running process: a command
+        // opening the store afresh would see an empty one and say so.
+        eprintln!(
+            "hookgate events: the memory store's trail lives in the running server's process, \
+             not where this command can read it; ask the server: GET /events on the admin \
+             listener ({}), with the admin token",
+            config.admin.listen
+        );
+        return ExitCode::FAILURE;
+    }
     match action {
         EventsAction::List {
             source,
@@ -632,7 +722,7 @@ async fn events(path: &Path, action: hookgate::cli::EventsAction) -> ExitCode {
 }
 
 /// `hookgate dlq list | show ID | replay (ID | --all) [--source NAME]`.
-async fn dlq(path: &Path, source: Option<&str>, action: DlqAction) -> ExitCode {
+async fn dlq(path: &Path, action: DlqAction) -> ExitCode {
     use hookgate::dlq::{self, Replayed, Replayer};
 
     let (config, store) = match open(path, "dlq") {
@@ -645,7 +735,7 @@ async fn dlq(path: &Path, source: Option<&str>, action: DlqAction) -> ExitCode {
     }
     let prefix = &config.store.key_prefix;
     match action {
-        DlqAction::List => match dlq::list(&store, prefix, source).await {
+        DlqAction::List { source } => match dlq::list(&store, prefix, source.as_deref()).await {
             Ok(entries) if entries.is_empty() => {
                 println!("no dead letters");
                 ExitCode::SUCCESS
@@ -669,7 +759,7 @@ async fn dlq(path: &Path, source: Option<&str>, action: DlqAction) -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        DlqAction::Replay { id, all } => {
+        DlqAction::Replay { id, all, source } => {
             let forwarder = hookgate::forward::Forwarder::new();
             let metrics = hookgate::metrics::Metrics::new();
             // Replays from the command line join their events' traces too.
@@ -700,7 +790,7 @@ async fn dlq(path: &Path, source: Option<&str>, action: DlqAction) -> ExitCode {
                 (None, _) => {
                     let bar = ReplayBar::new();
                     let results = replayer
-                        .replay_all_with(source, |progress| bar.step(progress))
+                        .replay_all_with(source.as_deref(), |progress| bar.step(progress))
                         .await;
                     bar.finish();
                     results.map(|all| all.into_iter().map(|(d, r)| (d.id, r)).collect())

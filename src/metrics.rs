@@ -273,7 +273,7 @@ impl Metrics {
         let breaker_opened = Family::<SourceLabel, Counter>::default();
         registry.register(
             "hookgate_breaker_opened",
-            "Times the source's circuit breaker opened (a failed probe reopening it included)",
+            "Times the source's circuit breaker opened from closed (a failed probe's reopening is not counted)",
             breaker_opened.clone(),
         );
         let delivery_attempts = Family::<SourceResult, Counter>::default();

@@ -551,7 +551,7 @@ fn friendly(path: &[Seg], message: &str) -> String {
         return "sources are an array of tables: write [[source]], not [source]".to_owned();
     }
     if let Some(rest) = message.strip_prefix("unknown field") {
-        return format!("unknown key{rest}");
+        return unknown_key(rest);
     }
     // Name TOML shapes, not Rust types.
     if let Some(i) = message.find("expected struct ") {
@@ -561,6 +561,51 @@ fn friendly(path: &[Seg], message: &str) -> String {
         Some(head) => format!("{head}expected an integer"),
         None => message.to_owned(),
     }
+}
+
+/// serde's "unknown field `x`, expected one of `a`, `b`" (after "unknown
+/// field") as "unknown key `x`; did you mean `a`?" when one known key is
+/// close (a typo, a `-` for a `_`), else with the known keys listed.
+fn unknown_key(rest: &str) -> String {
+    let quoted: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
+    let Some((given, known)) = quoted.split_first() else {
+        return format!("unknown key{rest}");
+    };
+    let closest = known
+        .iter()
+        .map(|k| {
+            (
+                distance(&given.to_ascii_lowercase().replace('-', "_"), k),
+                *k,
+            )
+        })
+        .min();
+    match closest {
+        Some((d, k)) if d <= (given.len() / 3).max(2) => {
+            format!("unknown key `{given}`; did you mean `{k}`?")
+        }
+        _ => format!("unknown key{rest}"),
+    }
+}
+
+/// Levenshtein distance between `a` and `b`, by characters.
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let here = row[j + 1];
+            row[j + 1] = if ca == *cb {
+                prev
+            } else {
+                1 + prev.min(here).min(row[j])
+            };
+            prev = here;
+        }
+    }
+    row[b.len()]
 }
 
 fn count_entries(v: &DeValue<'_>) -> usize {

@@ -697,17 +697,17 @@ fn source_body(
                 &field("breaker.max_cooldown"),
                 Duration::from_secs(600),
             );
+            // Each problem of the table is reported, whichever others it has.
+            let inverted = matches!((cooldown, max_cooldown), (Some(cd), Some(max)) if max < cd);
+            if inverted && let Some(v) = &b.max_cooldown {
+                c.at(
+                    v,
+                    &field("breaker.max_cooldown"),
+                    "must be at least breaker.cooldown",
+                );
+            }
             match (failures, cooldown, max_cooldown) {
-                (Some(_), Some(cd), Some(max)) if max < cd => {
-                    if let Some(v) = &b.max_cooldown {
-                        c.at(
-                            v,
-                            &field("breaker.max_cooldown"),
-                            "must be at least breaker.cooldown",
-                        );
-                    }
-                    None
-                }
+                _ if inverted => None,
                 (Some(f), Some(cooldown), Some(max_cooldown)) => {
                     Some(Some(crate::breaker::Settings {
                         failures: u32::try_from(f).unwrap_or(u32::MAX),

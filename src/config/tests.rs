@@ -727,7 +727,26 @@ event_type = { headr = "typo-locator" }
     let secrets = MapSecrets::default().file("/c", b"c").file("/k", b"k");
     let ps = problems_with(src, &secrets);
     has(&ps, src, "colour", "colour", "unknown key `colour`");
-    has(&ps, src, "server.listn", "listn", "unknown key `listn`");
+    has(
+        &ps,
+        src,
+        "server.listn",
+        "listn",
+        "unknown key `listn`; did you mean `listen`?",
+    );
+    // A close key is named instead of the whole list; a far one lists them.
+    let named = ps
+        .iter()
+        .find(|p| p.field == "server.listn")
+        .map(|p| p.message.clone())
+        .unwrap_or_default();
+    assert!(!named.contains("expected one of"), "{named}");
+    let listed = ps
+        .iter()
+        .find(|p| p.field == "colour")
+        .map(|p| p.message.clone())
+        .unwrap_or_default();
+    assert!(listed.contains("expected one of"), "{listed}");
     has(&ps, src, "server.tls.chain", "chain", "unknown key");
     has(&ps, src, "admin.port", "port = 9090", "unknown key");
     has(&ps, src, "store.ttl", "typo-store", "unknown key");
@@ -3071,5 +3090,34 @@ fn bad_tracing_keys_are_refused_at_their_line() {
         p.iter().any(|p| p.field.starts_with("tracing")),
         "an unknown key is refused: {}",
         show(&p)
+    );
+}
+
+#[test]
+fn a_breaker_table_reports_every_problem_at_once() {
+    let src = r#"
+[server]
+listen = "127.0.0.1:8080"
+upstream = "http://127.0.0.1:3000"
+
+[[source]]
+name = "s"
+path = "/s"
+scheme = "stripe"
+secrets = ["whsec_x"]
+
+[source.breaker]
+failures = 0
+cooldown = "1m"
+max_cooldown = "10s"
+"#;
+    let ps = problems_with(src, &MapSecrets::default());
+    has(&ps, src, "source[s].breaker.failures", "failures = 0", "");
+    has(
+        &ps,
+        src,
+        "source[s].breaker.max_cooldown",
+        "max_cooldown = \"10s\"",
+        "must be at least breaker.cooldown",
     );
 }

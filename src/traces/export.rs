@@ -64,10 +64,14 @@ impl Queue {
 pub struct Handle {
     closing: CancellationToken,
     task: Mutex<Option<JoinHandle<()>>>,
+    /// The queue, to count what is left in it when the task is stopped.
+    queue: mpsc::WeakSender<Box<Record>>,
 }
 
 impl Handle {
-    /// Sends what is queued (at most `grace`), then stops the task.
+    /// Sends what is queued (at most `grace`), then stops the task. When
+    /// `grace` runs out (a collector down or slow), the task is stopped
+    /// there and the spans left are counted in the log.
     pub async fn finish(&self, grace: Duration) {
         self.closing.cancel();
         let task = self.task.lock().ok().and_then(|mut t| t.take());
@@ -75,7 +79,15 @@ impl Handle {
             && tokio::time::timeout(grace, &mut task).await.is_err()
         {
             task.abort();
-            tracing::warn!("spans still unexported at exit");
+            let queued = self
+                .queue
+                .upgrade()
+                .map_or(0, |q| q.max_capacity() - q.capacity());
+            tracing::warn!(
+                spans_left = queued,
+                waited_ms = grace.as_millis() as u64,
+                "spans still unexported at exit (the collector did not take them in time); they are dropped, with the batch being sent"
+            );
         }
     }
 }
@@ -85,6 +97,7 @@ impl Handle {
 pub fn start(settings: &Tracing, dropped: Counter) -> Result<(Queue, Handle), Error> {
     let headers = env_headers(|name| std::env::var(name).ok())?;
     let (tx, rx) = mpsc::channel(QUEUE_SPANS);
+    let weak = tx.downgrade();
     let closing = CancellationToken::new();
     let exporter = Exporter {
         spare: Arc::default(),
@@ -105,6 +118,7 @@ pub fn start(settings: &Tracing, dropped: Counter) -> Result<(Queue, Handle), Er
         Handle {
             closing,
             task: Mutex::new(Some(task)),
+            queue: weak,
         },
     ))
 }

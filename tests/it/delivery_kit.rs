@@ -544,25 +544,28 @@ pub async fn hookgate_cli(args: &[&str]) -> (i32, String, String) {
 }
 
 fn hookgate_cli_blocking(args: &[&str]) -> (i32, String, String) {
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_hookgate"))
-        .args(args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .stdin(std::process::Stdio::null())
-        .spawn()
-        .expect("run hookgate");
+    let mut child = crate::support::process::Guard::new(
+        std::process::Command::new(env!("CARGO_BIN_EXE_hookgate"))
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .expect("run hookgate"),
+    );
     let deadline = Instant::now() + WAIT;
     loop {
-        if let Ok(Some(_)) = child.try_wait() {
+        if let Ok(Some(_)) = child.get_mut().try_wait() {
             break;
         }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("hookgate {args:?} did not finish in time");
-        }
+        // The guard kills it.
+        assert!(
+            Instant::now() <= deadline,
+            "hookgate {args:?} did not finish in time"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
-    let output = child.wait_with_output().expect("output");
+    let output = child.take().wait_with_output().expect("output");
     (
         output.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&output.stdout).into_owned(),

@@ -284,15 +284,17 @@ struct Binary {
 
 impl Binary {
     fn start(file: &ConfigFile) -> Binary {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_hookgate"))
-            .args(["run", "--config"])
-            .arg(&file.path)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .stdin(Stdio::null())
-            .spawn()
-            .expect("start hookgate");
-        let stdout = child.stdout.take().expect("stdout");
+        let mut child = crate::support::process::Guard::new(
+            Command::new(env!("CARGO_BIN_EXE_hookgate"))
+                .args(["run", "--config"])
+                .arg(&file.path)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .stdin(Stdio::null())
+                .spawn()
+                .expect("start hookgate"),
+        );
+        let stdout = child.get_mut().stdout.take().expect("stdout");
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -307,9 +309,10 @@ impl Binary {
         let addr = rx
             .recv_timeout(WAIT)
             .expect("hookgate logs its public address");
+        let public = addr.parse().expect("an address");
         Binary {
-            child,
-            public: addr.parse().expect("an address"),
+            child: child.take(),
+            public,
         }
     }
 

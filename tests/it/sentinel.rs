@@ -368,7 +368,8 @@ fn queue_config(upstream: &Upstream, deployment: &Sentinels, source: &SourceSpec
     ConfigBuilder::new(&upstream.url())
         .store(StoreSpec::Sentinel(deployment.urls(), MASTER.to_owned()))
         .store_key("min_replicas = 1")
-        .store_key(r#"replica_timeout = "500ms""#)
+        // Long enough for a replica to answer on a busy machine.
+        .store_key(r#"replica_timeout = "2s""#)
         .upstream_timeout("10s")
         .source(source.clone())
         .toml()

@@ -106,7 +106,7 @@ impl Proc {
                 c
             }
         };
-        let mut child = command
+        let spawned = command
             .args(["run", "--config"])
             .arg(&file.path)
             .stdout(Stdio::piped())
@@ -114,6 +114,9 @@ impl Proc {
             .stdin(Stdio::null())
             .spawn()
             .map_err(|e| format!("start hookgate: {e}"))?;
+        // Killed if this fails before the Proc (whose drop kills it) exists.
+        let mut guard = crate::support::process::Guard::new(spawned);
+        let child = guard.get_mut();
         let lines = Arc::new(Mutex::new(Vec::new()));
         let (tx, rx) = std::sync::mpsc::channel();
         for stream in [
@@ -168,7 +171,7 @@ impl Proc {
             }
         }
         Ok(Proc {
-            child,
+            child: guard.take(),
             public: public.expect("public"),
             admin: admin.expect("admin"),
             lines,

@@ -17,6 +17,7 @@ pub mod browser;
 pub mod collector;
 pub mod hookgate;
 pub mod keyserver;
+pub mod process;
 pub mod prometheus;
 pub mod raw_app;
 pub mod raw_h2;
