@@ -29,10 +29,14 @@
 //! [`Key`]s, looked up in constant time whatever their length. A field that
 //! is absent meets `exists = false` and `not_in`, and no other condition.
 //!
-//! The body is parsed once per request, only for a source with rules.
+//! The body is read once per request, only for a source with rules, and of
+//! a JSON body only the members on a rule's path are built.
 
 use std::collections::HashSet;
+use std::fmt;
 
+use serde::Deserialize;
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 /// At most this many rules a source (DESIGN §3a).
@@ -148,48 +152,293 @@ pub struct Rule {
     pub action: Action,
 }
 
-/// The body as the rules read it.
-enum Document {
-    Json(Value),
-    Form(Vec<(Vec<u8>, Vec<u8>)>),
-    /// Neither JSON nor a form that parsed: every field is absent.
-    Unreadable,
+/// A source's rules, with the fields they read gathered in one tree so a
+/// JSON body is walked once, whatever the number of rules: only the
+/// members on a rule's path are looked at, everything else is skipped
+/// without being built.
+#[derive(Debug, Default)]
+pub struct Filters {
+    rules: Vec<Rule>,
+    /// Per rule, the slot of its field in [`Filters::values`]' answer.
+    slots: Vec<usize>,
+    tree: Node,
+    fields: usize,
 }
 
-impl Document {
-    fn read(body: &[u8]) -> Document {
-        let first = body.iter().find(|b| !b.is_ascii_whitespace());
-        if matches!(first, Some(b'{' | b'[')) {
-            return match serde_json::from_slice(body) {
-                Ok(v) => Document::Json(v),
-                Err(_) => Document::Unreadable,
-            };
-        }
-        Document::Form(crate::scheme::handshake::form_pairs(body))
+/// One pointer segment's node: the slot of the field that ends here, if
+/// a rule reads it, and the segments below.
+#[derive(Debug, Default)]
+struct Node {
+    slot: Option<usize>,
+    children: Vec<(String, Node)>,
+}
+
+impl Node {
+    fn child(&self, segment: &str) -> Option<&Node> {
+        self.children
+            .iter()
+            .find(|(s, _)| s == segment)
+            .map(|(_, n)| n)
     }
 
-    /// The value at `pointer`, if there is one. Form values are owned,
-    /// hence the `Cow`-like return.
-    fn get(&self, pointer: &str) -> Option<Value> {
-        match self {
-            Document::Json(v) => v.pointer(pointer).cloned(),
-            Document::Unreadable => None,
-            Document::Form(pairs) => {
-                let rest = pointer.strip_prefix('/')?;
-                let (segment, inner) = match rest.find('/') {
-                    Some(i) => (&rest[..i], &rest[i..]),
-                    None => (rest, ""),
-                };
-                let name = segment.replace("~1", "/").replace("~0", "~");
-                let (_, raw) = pairs.iter().find(|(k, _)| k == name.as_bytes())?;
-                if inner.is_empty() {
-                    let text = String::from_utf8(raw.clone()).ok()?;
-                    return Some(Value::String(text));
-                }
-                let nested: Value = serde_json::from_slice(raw).ok()?;
-                nested.pointer(inner).cloned()
+    /// The value `v` stands at this node: its slot and every slot below.
+    fn fill(&self, v: &Value, out: &mut [Option<Value>]) {
+        if let Some(slot) = self.slot {
+            out[slot] = Some(v.clone());
+        }
+        for (segment, child) in &self.children {
+            let below = match v {
+                Value::Object(map) => map.get(segment),
+                Value::Array(items) => index(segment).and_then(|i| items.get(i)),
+                _ => None,
+            };
+            if let Some(below) = below {
+                child.fill(below, out);
             }
         }
+    }
+}
+
+/// An RFC 6901 array index: digits, no leading zero but "0" itself.
+fn index(segment: &str) -> Option<usize> {
+    let digits = !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_digit());
+    if !digits || (segment.len() > 1 && segment.starts_with('0')) {
+        return None;
+    }
+    segment.parse().ok()
+}
+
+/// The segments of a pointer (checked when the config was read), unescaped.
+fn segments(pointer: &str) -> Vec<String> {
+    pointer
+        .split('/')
+        .skip(1)
+        .map(|s| s.replace("~1", "/").replace("~0", "~"))
+        .collect()
+}
+
+impl Filters {
+    pub fn new(rules: Vec<Rule>) -> Filters {
+        let mut tree = Node::default();
+        let mut fields = 0;
+        let mut slots = Vec::with_capacity(rules.len());
+        for rule in &rules {
+            let mut node = &mut tree;
+            for segment in segments(&rule.field) {
+                let at = match node.children.iter().position(|(s, _)| *s == segment) {
+                    Some(at) => at,
+                    None => {
+                        node.children.push((segment, Node::default()));
+                        node.children.len() - 1
+                    }
+                };
+                node = &mut node.children[at].1;
+            }
+            let slot = *node.slot.get_or_insert_with(|| {
+                fields += 1;
+                fields - 1
+            });
+            slots.push(slot);
+        }
+        Filters {
+            rules,
+            slots,
+            tree,
+            fields,
+        }
+    }
+
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// Tries the rules in order on `body`.
+    pub fn decide(&self, body: &[u8]) -> Decision {
+        if self.rules.is_empty() {
+            return Decision {
+                rule: None,
+                action: Action::Deliver,
+            };
+        }
+        let values = self.values(body);
+        for (i, rule) in self.rules.iter().enumerate() {
+            if rule.condition.holds(values[self.slots[i]].as_ref()) {
+                return Decision {
+                    rule: Some(i),
+                    action: rule.action,
+                };
+            }
+        }
+        Decision {
+            rule: None,
+            action: Action::Deliver,
+        }
+    }
+
+    /// Each rule's verdict on `body` in order, for `hookgate filter test`:
+    /// whether its condition holds, and the field's value as found.
+    pub fn explain(&self, body: &[u8]) -> Vec<(bool, Option<Value>)> {
+        let values = self.values(body);
+        self.rules
+            .iter()
+            .zip(&self.slots)
+            .map(|(rule, slot)| {
+                let value = values[*slot].clone();
+                (rule.condition.holds(value.as_ref()), value)
+            })
+            .collect()
+    }
+
+    /// The value of every field the rules read (`None`: absent).
+    fn values(&self, body: &[u8]) -> Vec<Option<Value>> {
+        let mut out = vec![None; self.fields];
+        let first = body.iter().find(|b| !b.is_ascii_whitespace());
+        if matches!(first, Some(b'{' | b'[')) {
+            let mut de = serde_json::Deserializer::from_slice(body);
+            let walked = Pick {
+                node: &self.tree,
+                out: &mut out,
+            }
+            .deserialize(&mut de)
+            .and_then(|()| de.end());
+            if walked.is_err() {
+                // Not JSON after all: it has no fields.
+                out.iter_mut().for_each(|v| *v = None);
+            }
+            return out;
+        }
+        let pairs = crate::scheme::handshake::form_pairs(body);
+        for (segment, node) in &self.tree.children {
+            let Some((_, raw)) = pairs.iter().find(|(k, _)| k == segment.as_bytes()) else {
+                continue;
+            };
+            if let Some(slot) = node.slot {
+                out[slot] = String::from_utf8(raw.clone()).ok().map(Value::String);
+            }
+            if node.children.is_empty() {
+                continue;
+            }
+            // The field's value is JSON (Slack's `payload=`): the rest of the
+            // pointer goes into it.
+            if let Ok(nested) = serde_json::from_slice::<Value>(raw) {
+                let slot = node.slot.and_then(|s| out[s].take());
+                node.fill(&nested, &mut out);
+                if let Some(s) = node.slot {
+                    out[s] = slot;
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Walks a JSON value, descending only into members on a rule's path.
+struct Pick<'n, 'o> {
+    node: &'n Node,
+    out: &'o mut Vec<Option<Value>>,
+}
+
+impl<'de> DeserializeSeed<'de> for Pick<'_, '_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        if self.node.slot.is_some() {
+            // A rule reads this value whole: it and what is below it.
+            let v = Value::deserialize(d)?;
+            self.node.fill(&v, self.out);
+            return Ok(());
+        }
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Pick<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(child) = map.next_key_seed(Member(self.node))? {
+            match child {
+                Some(node) => map.next_value_seed(Pick {
+                    node,
+                    out: &mut *self.out,
+                })?,
+                None => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut i = 0usize;
+        loop {
+            let child = self.node.child(&i.to_string());
+            let more = match child {
+                Some(node) => seq
+                    .next_element_seed(Pick {
+                        node,
+                        out: &mut *self.out,
+                    })?
+                    .is_some(),
+                None => seq.next_element::<IgnoredAny>()?.is_some(),
+            };
+            if !more {
+                return Ok(());
+            }
+            i += 1;
+        }
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+}
+
+/// A member's key, read as the child node it names (borrowed when the key
+/// has no escapes: nothing allocated for keys no rule reads).
+struct Member<'n>(&'n Node);
+
+impl<'de, 'n> DeserializeSeed<'de> for Member<'n> {
+    type Value = Option<&'n Node>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de, 'n> Visitor<'de> for Member<'n> {
+    type Value = Option<&'n Node>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a member name")
+    }
+
+    fn visit_str<E>(self, key: &str) -> Result<Self::Value, E> {
+        Ok(self.0.child(key))
     }
 }
 
@@ -199,42 +448,6 @@ pub struct Decision {
     /// Index into the source's rules; `None`: no rule met (delivered).
     pub rule: Option<usize>,
     pub action: Action,
-}
-
-/// Tries `rules` in order on `body`.
-pub fn decide(rules: &[Rule], body: &[u8]) -> Decision {
-    if rules.is_empty() {
-        return Decision {
-            rule: None,
-            action: Action::Deliver,
-        };
-    }
-    let document = Document::read(body);
-    for (i, rule) in rules.iter().enumerate() {
-        if rule.condition.holds(document.get(&rule.field).as_ref()) {
-            return Decision {
-                rule: Some(i),
-                action: rule.action,
-            };
-        }
-    }
-    Decision {
-        rule: None,
-        action: Action::Deliver,
-    }
-}
-
-/// Each rule's verdict on `body` in order, for `hookgate filter test`:
-/// whether its condition holds, and the field's value as found.
-pub fn explain(rules: &[Rule], body: &[u8]) -> Vec<(bool, Option<Value>)> {
-    let document = Document::read(body);
-    rules
-        .iter()
-        .map(|rule| {
-            let value = document.get(&rule.field);
-            (rule.condition.holds(value.as_ref()), value)
-        })
-        .collect()
 }
 
 #[cfg(test)]
@@ -314,7 +527,7 @@ mod tests {
         ];
         let body = br#"{"livemode":false,"data":{"object":{"customer":"cus_vip"}}}"#;
         assert_eq!(
-            decide(&rules, body),
+            Filters::new(rules.clone()).decide(body),
             Decision {
                 rule: Some(0),
                 action: Action::Deliver
@@ -322,7 +535,7 @@ mod tests {
         );
         let body = br#"{"livemode":false,"data":{"object":{"customer":"cus_2"}}}"#;
         assert_eq!(
-            decide(&rules, body),
+            Filters::new(rules.clone()).decide(body),
             Decision {
                 rule: Some(1),
                 action: Action::Ignore
@@ -330,8 +543,8 @@ mod tests {
         );
         // "false" the string is not false the boolean.
         let body = br#"{"livemode":"false"}"#;
-        assert_eq!(decide(&rules, body).rule, None);
-        assert_eq!(decide(&[], body).action, Action::Deliver);
+        assert_eq!(Filters::new(rules.clone()).decide(body).rule, None);
+        assert_eq!(Filters::default().decide(body).action, Action::Deliver);
     }
 
     #[test]
@@ -350,11 +563,11 @@ mod tests {
         );
         let rules = vec![team, command];
         let payload = br#"payload=%7B%22team%22%3A%7B%22id%22%3A%22T_TEST%22%7D%7D"#;
-        assert_eq!(decide(&rules, payload).rule, Some(0));
+        assert_eq!(Filters::new(rules.clone()).decide(payload).rule, Some(0));
         let slash = b"token=x&team_id=T_TEST&command=%2Fdeploy";
-        assert_eq!(decide(&rules, slash).rule, Some(1));
+        assert_eq!(Filters::new(rules.clone()).decide(slash).rule, Some(1));
         let other = b"token=x&team_id=T_PROD&command=%2Fdeploy";
-        assert_eq!(decide(&rules, other).rule, None);
+        assert_eq!(Filters::new(rules.clone()).decide(other).rule, None);
         // A form field is a string: a number in the rule does not meet it.
         let numeric = rule(
             "n",
@@ -362,21 +575,24 @@ mod tests {
             Condition::Equals(Key::of(&json!(3))),
             Action::Ignore,
         );
-        assert_eq!(decide(&[numeric], b"count=3").rule, None);
+        assert_eq!(Filters::new(vec![numeric]).decide(b"count=3").rule, None);
         // Escaped pointer segments name form fields with / and ~.
         let escaped = rule("e", "/a~1b~0c", Condition::Exists(true), Action::Ignore);
-        assert_eq!(decide(&[escaped], b"a%2Fb~c=1").rule, Some(0));
+        assert_eq!(
+            Filters::new(vec![escaped]).decide(b"a%2Fb~c=1").rule,
+            Some(0)
+        );
     }
 
     #[test]
     fn a_body_that_is_not_json_has_no_fields() {
         let absent = rule("absent", "/x", Condition::Exists(false), Action::Ignore);
         assert_eq!(
-            decide(std::slice::from_ref(&absent), b"{not json").rule,
+            Filters::new(vec![absent.clone()]).decide(b"{not json").rule,
             Some(0)
         );
         let present = rule("present", "/x", Condition::Exists(true), Action::Ignore);
-        assert_eq!(decide(&[present], b"{not json").rule, None);
+        assert_eq!(Filters::new(vec![present]).decide(b"{not json").rule, None);
     }
 
     #[test]
@@ -388,7 +604,68 @@ mod tests {
             Condition::In(set(&values)),
             Action::Ignore,
         )];
-        assert_eq!(decide(&rules, br#"{"customer":"cus_99999"}"#).rule, Some(0));
-        assert_eq!(decide(&rules, br#"{"customer":"cus_100000"}"#).rule, None);
+        assert_eq!(
+            Filters::new(rules.clone())
+                .decide(br#"{"customer":"cus_99999"}"#)
+                .rule,
+            Some(0)
+        );
+        assert_eq!(
+            Filters::new(rules.clone())
+                .decide(br#"{"customer":"cus_100000"}"#)
+                .rule,
+            None
+        );
+    }
+
+    #[test]
+    fn one_walk_reads_nested_members_array_items_and_shared_fields() {
+        let rules = vec![
+            rule(
+                "whole",
+                "/data/object",
+                Condition::Exists(true),
+                Action::Deliver,
+            ),
+            rule(
+                "inner",
+                "/data/object/customer",
+                Condition::Equals(Key::of(&json!("cus_1"))),
+                Action::Ignore,
+            ),
+            rule(
+                "same-field",
+                "/data/object/customer",
+                Condition::Prefix("cus_".into()),
+                Action::Ignore,
+            ),
+            rule(
+                "item",
+                "/items/1/id",
+                Condition::Equals(Key::of(&json!(7))),
+                Action::Ignore,
+            ),
+            rule(
+                "leading-zero",
+                "/items/01",
+                Condition::Exists(true),
+                Action::Ignore,
+            ),
+            rule("escaped", "/a~1b", Condition::Exists(true), Action::Ignore),
+        ];
+        let filters = Filters::new(rules);
+        let body = br#"{"items":[{"id":1},{"id":7}],"skip":{"deep":[1,2,{"x":"y"}]},
+            "data":{"object":{"customer":"cus_1","n":1}},"a\/b":true}"#;
+        let verdicts: Vec<bool> = filters.explain(body).into_iter().map(|(h, _)| h).collect();
+        assert_eq!(verdicts, vec![true, true, true, true, false, true]);
+        let values = filters.explain(body);
+        assert_eq!(values[0].1, Some(json!({"customer": "cus_1", "n": 1})));
+        assert_eq!(values[3].1, Some(json!(7)));
+        // A later duplicate member wins, as it does for serde_json's Value.
+        let twice = br#"{"data":{"object":{"customer":"cus_2","customer":"cus_1"}}}"#;
+        assert_eq!(filters.explain(twice)[1].0, true);
+        // Broken JSON after the member has no fields at all.
+        let broken = br#"{"data":{"object":{"customer":"cus_1"}}, oops"#;
+        assert!(filters.explain(broken).iter().all(|(_, v)| v.is_none()));
     }
 }

@@ -198,9 +198,9 @@ where
     }
     // `[[source.filter]]` (DESIGN §3a), on the signed body only: an ignored
     // event takes no nonce and leaves nothing in the store.
-    let decision = crate::filter::decide(&source.filters, &body);
+    let decision = source.filters.decide(&body);
     if decision.action == crate::filter::Action::Ignore
-        && let Some(rule) = decision.rule.and_then(|i| source.filters.get(i))
+        && let Some(rule) = decision.rule.and_then(|i| source.filters.rules().get(i))
     {
         state.metrics.filtered(&source.name, &rule.name);
         let outcome = Outcome::Filtered {

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use http::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::config::Source;
-use crate::filter::{self, Action};
+use crate::filter::Action;
 
 /// The report for `body` sent to `source` with `headers` (`Name: value`
 /// lines, which name the event type for schemes that carry it in a header).
@@ -24,7 +24,7 @@ pub fn test(source: &Source, body: &[u8], headers: &[String]) -> Result<String, 
         map.append(name, value);
     }
     let mut out = String::new();
-    let rules = &source.filters;
+    let rules = source.filters.rules();
     // The event type, as the server would read it, checked against
     // `event_types` first (it needs a signed request: made here with the
     // source's own key where the scheme can sign).
@@ -51,8 +51,8 @@ pub fn test(source: &Source, body: &[u8], headers: &[String]) -> Result<String, 
             source.name
         );
     }
-    let verdicts = filter::explain(rules, body);
-    let decision = filter::decide(rules, body);
+    let verdicts = source.filters.explain(body);
+    let decision = source.filters.decide(body);
     for (i, (rule, (holds, value))) in rules.iter().zip(verdicts).enumerate() {
         let found = match &value {
             Some(v) => truncate(&v.to_string(), 80),

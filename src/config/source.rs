@@ -16,7 +16,7 @@ use super::raw::{self, RawSource};
 use super::store::{KindWord, StoreInfo};
 use super::{keys, secrets};
 use crate::allow::Ranges;
-use crate::filter::{self, Action, Condition, Key, Rule};
+use crate::filter::{self, Action, Condition, Filters, Key, Rule};
 use crate::scheme::Scheme;
 use crate::secret::Secret;
 
@@ -115,7 +115,7 @@ pub struct Source {
     pub resign: Option<Secret>,
     /// `[[source.filter]]` (DESIGN §3a), in order; shared, since a source
     /// is cloned per queued delivery and an `in` list can be large.
-    pub filters: Arc<[crate::filter::Rule]>,
+    pub filters: Arc<crate::filter::Filters>,
 }
 
 impl Source {
@@ -385,7 +385,7 @@ struct SourceBody {
     ordering: Option<Ordering>,
     verify_token: Option<Secret>,
     resign: Option<Secret>,
-    filters: Arc<[crate::filter::Rule]>,
+    filters: Arc<crate::filter::Filters>,
 }
 
 fn source_body(
@@ -769,9 +769,9 @@ fn build_filters(
     c: &mut Check<'_>,
     label: &str,
     raw: Option<&Spanned<Vec<Spanned<raw::RawFilter>>>>,
-) -> Option<Arc<[Rule]>> {
+) -> Option<Arc<Filters>> {
     let Some(list) = raw else {
-        return Some(Arc::from(Vec::new()));
+        return Some(Arc::default());
     };
     if list.get_ref().len() > filter::MAX_RULES {
         c.at(
@@ -855,7 +855,7 @@ fn build_filters(
             _ => rules = None,
         }
     }
-    rules.map(Arc::from)
+    rules.map(|rules| Arc::new(Filters::new(rules)))
 }
 
 /// Exactly one of `equals`, `in`, `not_in`, `prefix`, `exists`.

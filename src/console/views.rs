@@ -130,6 +130,7 @@ pub async fn overview(state: &Arc<State>, console: &Console, session: &Session) 
                 let ignored = pick("hookgate_filtered_total");
                 source
                     .filters
+                    .rules()
                     .iter()
                     .map(|rule| pages::FilterRow {
                         name: rule.name.clone(),
