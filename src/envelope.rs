@@ -94,6 +94,10 @@ pub struct Envelope {
     /// When it became a dead letter (unix ms).
     #[serde(default)]
     pub dead_ms: Option<i64>,
+    /// When its next attempt is due (unix ms), once a retry was scheduled:
+    /// how long the attempt then waited is counted from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub due_ms: Option<i64>,
     /// The version gate's resource and version, when the source has one.
     #[serde(default)]
     pub resource: Option<String>,
@@ -176,6 +180,7 @@ impl Envelope {
             last_error: None,
             last_attempt_ms: None,
             dead_ms: None,
+            due_ms: None,
             resource: r.gate.map(|g| g.resource.clone()),
             version: r.gate.map(|g| g.version.to_string()),
             trace: None,

@@ -136,10 +136,10 @@ async fn worker(
     // reserved so far.
     let mut pace = crate::pace::Local::default();
     let mut reserved_until = tokio::time::Instant::now();
-    // The last time delivery was held (a pause or an open breaker): why,
-    // since when and until when (unix ms; `i64::MAX` while it lasts), so
-    // that the attempts of the events it held say they waited.
-    let mut hold: Option<Hold> = None;
+    // The times delivery was held (a pause, an open breaker, starts
+    // reserved ahead by `max_rate`): why, since when and until when, so
+    // that each attempt says how long it waited and why.
+    let mut holds = Holds::default();
     // Whether the source is paused, as last read, and when to read it again.
     let mut paused = false;
     let mut paused_since = 0i64;
@@ -193,11 +193,8 @@ async fn worker(
             }
         }
         if paused {
-            held(&mut hold, "paused");
             // The pause began when it was made, maybe before this process.
-            if let Some(h) = hold.as_mut() {
-                h.since_ms = h.since_ms.min(paused_since.max(1));
-            }
+            holds.held("paused", Some(paused_since));
             // Nothing is taken: the entries keep their place and their
             // attempts; deliveries already in hand finish.
             while in_flight.try_join_next().is_some() {}
@@ -210,6 +207,7 @@ async fn worker(
         // Starts reserved more than AHEAD from now: take nothing more yet.
         let ahead = reserved_until.saturating_duration_since(tokio::time::Instant::now());
         if ahead > crate::pace::AHEAD {
+            holds.held("max_rate", None);
             tokio::select! {
                 _ = shutdown.cancelled() => break,
                 _ = tokio::time::sleep(ahead - crate::pace::AHEAD) => {}
@@ -227,7 +225,7 @@ async fn worker(
                 .await
             {
                 crate::breaker::Admit::Open { retry_after } => {
-                    held(&mut hold, "breaker");
+                    holds.held("breaker", None);
                     while in_flight.try_join_next().is_some() {}
                     tokio::select! {
                         _ = shutdown.cancelled() => break,
@@ -242,11 +240,7 @@ async fn worker(
         if let Some(rate) = source.max_rate {
             free = free.min(crate::pace::per_round(rate));
         }
-        if let Some(h) = hold.as_mut()
-            && h.until_ms == i64::MAX
-        {
-            h.until_ms = now_ms();
-        }
+        holds.release();
         let round = state
             .store
             .take(&prefix, &source.name, &consumer, &mut cursor, lease, free)
@@ -254,6 +248,11 @@ async fn worker(
         let took = round.as_ref().map_or(0, Vec::len);
         let pause = match round {
             Ok(entries) => {
+                let seen: Arc<[Hold]> = if entries.is_empty() {
+                    Arc::from(Vec::new())
+                } else {
+                    holds.snapshot()
+                };
                 let delays = match source.max_rate {
                     None => Vec::new(),
                     Some(rate) => {
@@ -284,7 +283,7 @@ async fn worker(
                         source: source.clone(),
                         prefix: prefix.clone(),
                         entry,
-                        hold: hold.clone(),
+                        holds: Arc::clone(&seen),
                         paced: delay,
                         removing: removing.clone(),
                         stop: shutdown.clone(),
@@ -363,15 +362,99 @@ struct Hold {
     until_ms: i64,
 }
 
-/// Notes that delivery is held for `reason` now (a new hold unless one lasts).
-fn held(hold: &mut Option<Hold>, reason: &'static str) {
-    if hold.as_ref().is_none_or(|h| h.until_ms != i64::MAX) {
-        *hold = Some(Hold {
+/// The worker's recent holds, oldest first, at most [`HOLDS_KEPT`]: enough
+/// to cover any wait an entry in hand went through.
+#[derive(Debug, Default)]
+struct Holds(std::collections::VecDeque<Hold>);
+
+/// Holds a worker remembers.
+const HOLDS_KEPT: usize = 64;
+/// A wait behind other entries (no hold, no pacing) shorter than this is
+/// not recorded: taking an entry takes a poll.
+const QUEUE_WAIT_MS: i64 = 250;
+
+impl Holds {
+    /// Delivery is held for `reason` now (since `since_ms` when known
+    /// earlier): the hold that lasts goes on, one for another reason ends.
+    fn held(&mut self, reason: &'static str, since_ms: Option<i64>) {
+        let now = now_ms();
+        if let Some(last) = self.0.back_mut()
+            && last.until_ms == i64::MAX
+        {
+            if last.reason == reason {
+                if let Some(since) = since_ms {
+                    last.since_ms = last.since_ms.min(since.max(1));
+                }
+                return;
+            }
+            last.until_ms = now;
+        }
+        if self.0.len() == HOLDS_KEPT {
+            self.0.pop_front();
+        }
+        self.0.push_back(Hold {
             reason,
-            since_ms: now_ms(),
+            since_ms: since_ms.map_or(now, |s| s.clamp(1, now)),
             until_ms: i64::MAX,
         });
     }
+
+    /// Delivery goes on: the hold that lasts ends now.
+    fn release(&mut self) {
+        if let Some(last) = self.0.back_mut()
+            && last.until_ms == i64::MAX
+        {
+            last.until_ms = now_ms();
+        }
+    }
+
+    fn snapshot(&self) -> Arc<[Hold]> {
+        self.0.iter().cloned().collect()
+    }
+}
+
+/// How long an attempt started at `start` waited since it was due at
+/// `due` (unix ms), and the reason that held it longest: the holds that
+/// overlap the wait, `max_rate` for the pacing delay, `queue` for the rest
+/// (behind other entries). `None` for a wait with neither a hold nor pacing
+/// shorter than [`QUEUE_WAIT_MS`].
+fn waited(holds: &[Hold], paced_ms: i64, due: i64, start: i64) -> Option<trail::Waited> {
+    let total = start.saturating_sub(due);
+    if total <= 0 {
+        return None;
+    }
+    fn add(by: &mut Vec<(&'static str, i64)>, reason: &'static str, ms: i64) {
+        if ms <= 0 {
+            return;
+        }
+        match by.iter_mut().find(|(r, _)| *r == reason) {
+            Some((_, sum)) => *sum += ms,
+            None => by.push((reason, ms)),
+        }
+    }
+    let mut by: Vec<(&'static str, i64)> = Vec::new();
+    // The holds count while the entry was in the store, until it was taken
+    // (its pacing delay came after).
+    let taken = start.saturating_sub(paced_ms).max(due);
+    for h in holds {
+        let from = h.since_ms.max(due);
+        let to = h.until_ms.min(taken);
+        add(&mut by, h.reason, to.saturating_sub(from));
+    }
+    add(&mut by, "max_rate", paced_ms.min(total));
+    let held: i64 = by.iter().map(|(_, ms)| *ms).sum();
+    if held == 0 && total < QUEUE_WAIT_MS {
+        return None;
+    }
+    add(&mut by, "queue", total.saturating_sub(held));
+    let reason = by
+        .iter()
+        .max_by_key(|(_, ms)| *ms)
+        .map_or("queue", |(r, _)| *r);
+    Some(trail::Waited {
+        reason: reason.into(),
+        ms: u64::try_from(total).unwrap_or(0),
+    })
 }
 
 /// One entry on its way to the app.
@@ -380,9 +463,8 @@ struct Job {
     source: Source,
     prefix: String,
     entry: Stored,
-    /// The last hold of delivery, if any: the entry waited through it when
-    /// it was received before the hold ended.
-    hold: Option<Hold>,
+    /// The worker's recent holds when the entry was taken.
+    holds: Arc<[Hold]>,
     /// How long it waits for `max_rate` before it starts.
     paced: Duration,
     /// The worker's entries delivered and not yet removed.
@@ -412,25 +494,6 @@ impl Removing {
         if let Ok(mut set) = self.0.lock() {
             set.remove(id);
         }
-    }
-}
-
-impl Job {
-    /// Why and how long this entry waited before its attempt, if it did.
-    fn waited(&self, received_ms: i64) -> Option<trail::Waited> {
-        if let Some(h) = &self.hold
-            && received_ms < h.until_ms
-        {
-            let ms = h.until_ms.saturating_sub(h.since_ms.max(received_ms));
-            return Some(trail::Waited {
-                reason: h.reason.into(),
-                ms: u64::try_from(ms).unwrap_or(0),
-            });
-        }
-        (!self.paced.is_zero()).then(|| trail::Waited {
-            reason: "max_rate".into(),
-            ms: u64::try_from(self.paced.as_millis()).unwrap_or(u64::MAX),
-        })
     }
 }
 
@@ -483,6 +546,10 @@ impl Job {
             },
         };
 
+        // Due when received, or when its retry was scheduled for.
+        let due = envelope.due_ms.unwrap_or(envelope.received_ms);
+        let paced_ms = i64::try_from(self.paced.as_millis()).unwrap_or(i64::MAX);
+        let waited = waited(&self.holds, paced_ms, due, now_ms());
         let tried = envelope.attempt(&steps, &event, Mode::Queue).await;
         if let Some(settings) = &self.source.breaker {
             // A failure is a 5xx, a timeout or a refused connection; a 429
@@ -497,7 +564,6 @@ impl Job {
                 .await;
         }
         let attempts = envelope.attempts.saturating_add(1);
-        let waited = self.waited(envelope.received_ms);
         let fact =
             |state: trail::State, next: Option<Duration>, dead: Option<String>| Fact::Attempted {
                 attempt: trail::Attempt {
@@ -535,6 +601,10 @@ impl Job {
                 envelope.last_attempt_ms = Some(now_ms());
                 match next_delay(&self.source.retry_schedule, attempts, retry_after) {
                     Some(delay) => {
+                        envelope.due_ms =
+                            Some(now_ms().saturating_add(
+                                i64::try_from(delay.as_millis()).unwrap_or(i64::MAX),
+                            ));
                         tracing::info!(source = %name, event_id = %envelope.event_id, event_type = envelope.event_type.as_deref(), attempts, trace_id = tried.trace_id.as_deref(), error = %error, retry_in_ms = delay.as_millis() as u64, result = "retry", "queued event not delivered; will retry");
                         envelope.last_error = Some(error);
                         metrics.delivery(name, "retry");
@@ -720,6 +790,63 @@ pub async fn refresh_depths(state: Arc<State>, every: Duration, shutdown: Cancel
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn hold(reason: &'static str, since_ms: i64, until_ms: i64) -> Hold {
+        Hold {
+            reason,
+            since_ms,
+            until_ms,
+        }
+    }
+
+    fn said(w: Option<trail::Waited>) -> Option<(String, u64)> {
+        w.map(|w| (w.reason.into_owned(), w.ms))
+    }
+
+    #[test]
+    fn waited_counts_every_hold_since_the_attempt_was_due() {
+        // Held by the breaker over three cooldowns (each probe failing):
+        // the whole 23 s, not the last cooldown's second.
+        let breaker = [
+            hold("breaker", 1_000, 5_000),
+            hold("breaker", 5_100, 13_000),
+            hold("breaker", 13_100, 24_000),
+        ];
+        assert_eq!(
+            said(waited(&breaker, 0, 1_000, 24_000)),
+            Some(("breaker".into(), 23_000))
+        );
+        // Paced: 1.2 s in the store while starts were reserved ahead, then
+        // 1.58 s of its own delay.
+        let paced = [hold("max_rate", 100, 1_300)];
+        assert_eq!(
+            said(waited(&paced, 1_580, 100, 2_880)),
+            Some(("max_rate".into(), 2_780))
+        );
+        // Paused 6 s, then 0.7 s of pacing: the pause held it longest.
+        let both = [hold("paused", 0, 6_000)];
+        assert_eq!(
+            said(waited(&both, 700, 0, 6_700)),
+            Some(("paused".into(), 6_700))
+        );
+        // A hold that ended before the entry was due does not count.
+        let before = [hold("paused", 0, 1_000)];
+        assert_eq!(said(waited(&before, 0, 2_000, 2_100)), None);
+        // A retry is due when scheduled: a long wait behind others counts.
+        assert_eq!(
+            said(waited(&[], 0, 10_000, 12_000)),
+            Some(("queue".into(), 2_000))
+        );
+        // A pause begun before the process (its `since` from the store).
+        let mut holds = Holds::default();
+        holds.held("paused", Some(now_ms() - 60_000));
+        holds.release();
+        let w = said(waited(&holds.snapshot(), 0, now_ms() - 30_000, now_ms()));
+        assert!(
+            matches!(&w, Some((r, ms)) if r == "paused" && *ms >= 30_000),
+            "{w:?}"
+        );
+    }
 
     #[test]
     fn schedule_runs_out() {

@@ -210,4 +210,45 @@ async fn queue_mode_shares_the_breaker_between_replicas_and_spends_no_attempt_wh
             .count();
         assert_eq!(delivered, 1, "{id} delivered {delivered} times");
     }
+    // The events queued while it was open say they waited for the breaker,
+    // for as long as their own times show (received, then attempted).
+    for n in 3..6 {
+        let id = format!("q{n}");
+        let url = format!("{}/events/q/{id}", a.admin_url());
+        let v: serde_json::Value = crate::support::eventually(&format!("{id}'s trail"), || async {
+            let r = crate::support::http(
+                http::Method::GET,
+                &url,
+                &crate::support::headers(&[(
+                    "Authorization",
+                    &format!("Bearer {}", crate::delivery_kit::ADMIN_TOKEN),
+                )]),
+                String::new(),
+            )
+            .await;
+            let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap_or_default();
+            if v["state"] == "delivered" {
+                Ok(v)
+            } else {
+                Err(v.to_string())
+            }
+        })
+        .await;
+        let first = &v["attempts"][0];
+        let ms = |t: &serde_json::Value| {
+            humantime::parse_rfc3339(t.as_str().expect("a time"))
+                .expect("RFC 3339")
+                .duration_since(std::time::UNIX_EPOCH)
+                .expect("after 1970")
+                .as_millis() as i64
+        };
+        let clock = ms(&first["at"]) - ms(&v["received_at"]);
+        let said = first["waited"]["ms"].as_i64().unwrap_or(0);
+        assert_eq!(first["waited"]["reason"], "breaker", "{v}");
+        assert!(clock >= 1_400, "{id} was held by the breaker: {v}");
+        assert!(
+            (clock - said).abs() <= 200,
+            "{id}: waited {said} ms by the trail, {clock} ms by its own times: {v}"
+        );
+    }
 }

@@ -324,3 +324,74 @@ async fn two_replicas_share_max_rate_through_redis() {
         "{busiest} deliveries started within one second at 8/s, two replicas"
     );
 }
+
+/// The trail's `waited` is the whole time from when an attempt was due to
+/// when it started, measured against the clock of the trail's own times
+/// (`received_at` and the attempt's `at`): a backlog held by a pause for
+/// 2.5 s, then drained at 2 a second, says so event by event, each with the
+/// reason that held it longest.
+#[tokio::test]
+async fn waited_is_the_whole_wait_through_a_pause_then_pacing() {
+    let upstream = Upstream::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let toml = config(&upstream, None, &dir.path().join("hookgate.db")).replacen(
+        "delivery = \"queue\"\nretry_schedule = [\"1s\"]\nmax_in_flight = 1\n",
+        &paced("2/s").extra_keys,
+        1,
+    );
+    let gate = Hookgate::start(&toml).await;
+    assert_eq!(admin(&gate, "/sources/q/pause", "").await.status, 200);
+    gauge_reads(&gate, true).await;
+    queue(&gate, 0..6).await;
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    admin(&gate, "/sources/q/resume", "").await;
+    upstream.wait_for(6).await;
+    let mut reasons = Vec::new();
+    for n in 0..6 {
+        let id = format!("p{n}");
+        let url = format!("{}/events/q/{id}", gate.admin_url());
+        let v = crate::support::eventually(&format!("{id}'s attempt in the trail"), || async {
+            let r = http(
+                Method::GET,
+                &url,
+                &headers(&[("Authorization", &format!("Bearer {TOKEN}"))]),
+                String::new(),
+            )
+            .await;
+            let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap_or_default();
+            if v["attempts"][0]["waited"]["ms"].is_u64() {
+                Ok(v)
+            } else {
+                Err(v.to_string())
+            }
+        })
+        .await;
+        let ms = |t: &serde_json::Value| {
+            humantime::parse_rfc3339(t.as_str().expect("a time"))
+                .expect("RFC 3339")
+                .duration_since(std::time::UNIX_EPOCH)
+                .expect("after 1970")
+                .as_millis() as i64
+        };
+        let clock = ms(&v["attempts"][0]["at"]) - ms(&v["received_at"]);
+        let said = v["attempts"][0]["waited"]["ms"].as_u64().expect("ms") as i64;
+        assert!(
+            (clock - said).abs() <= 150,
+            "{id}: waited {said} ms by the trail, {clock} ms by its own times: {v}"
+        );
+        assert!(said >= 2_300, "{id} waited through the pause: {v}");
+        reasons.push(
+            v["attempts"][0]["waited"]["reason"]
+                .as_str()
+                .expect("a reason")
+                .to_owned(),
+        );
+    }
+    // The first was held by the pause alone; the later ones by the pause
+    // and then by pacing behind those before them, whichever was longer.
+    assert_eq!(reasons[0], "paused", "{reasons:?}");
+    assert!(
+        reasons.iter().all(|r| r == "paused" || r == "max_rate"),
+        "{reasons:?}"
+    );
+}
