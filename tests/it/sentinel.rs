@@ -466,10 +466,13 @@ async fn a_queued_event_the_app_took_is_not_delivered_again_after_the_primary_is
     deployment.server(replica).thaw();
     let promoted = tokio::task::block_in_place(|| deployment.wait_failover_from(old));
     assert_eq!(promoted, replica);
-    tokio::task::block_in_place(|| {
+    // A new replica of the promoted primary, on a port of its own (the old
+    // one stays down), acknowledges writes from now on.
+    let _replica = tokio::task::block_in_place(|| {
         deployment.wait_all_name(promoted);
-        deployment.restart_as_replica(old, promoted);
+        let replica = RedisServer::start_replica_of(deployment.server(promoted).port(), None);
         deployment.wait_replicas(promoted, 1);
+        replica
     });
 
     // A fresh event goes through the new primary to the app.
@@ -575,10 +578,13 @@ async fn a_retry_leased_on_the_primary_alone_is_not_delivered_before_the_failove
     deployment.node(old).stop();
     deployment.server(replica).thaw();
     let promoted = tokio::task::block_in_place(|| deployment.wait_failover_from(old));
-    tokio::task::block_in_place(|| {
+    // A new replica of the promoted primary, on a port of its own (the old
+    // one stays down), acknowledges writes from now on.
+    let _replica = tokio::task::block_in_place(|| {
         deployment.wait_all_name(promoted);
-        deployment.restart_as_replica(old, promoted);
+        let replica = RedisServer::start_replica_of(deployment.server(promoted).port(), None);
         deployment.wait_replicas(promoted, 1);
+        replica
     });
     upstream.wait_for(2).await;
     let delivered_at = tokio::time::Instant::now();
