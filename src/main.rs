@@ -185,7 +185,7 @@ async fn serve(path: PathBuf) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    started(&state);
+    started(&state, public.local_addr().ok(), admin.local_addr().ok());
     let shutdown = CancellationToken::new();
     tokio::spawn(reload::watch(
         Arc::clone(&state),
@@ -204,7 +204,11 @@ async fn serve(path: PathBuf) -> ExitCode {
 /// One line saying what is on, then (in the background) one warning if the
 /// upstream does not accept a connection: `/readyz` stays about hookgate
 /// itself, so a missing app is said here, once.
-fn started(state: &Arc<State>) {
+fn started(
+    state: &Arc<State>,
+    public: Option<std::net::SocketAddr>,
+    admin: Option<std::net::SocketAddr>,
+) {
     let runtime = state.runtime();
     let config = &runtime.config;
     let queued = config
@@ -229,8 +233,8 @@ fn started(state: &Arc<State>) {
         queue_sources = queued,
         names = names.join(",").as_str(),
         upstream = shown_url(&config.server.upstream).as_str(),
-        public = %config.server.listen,
-        admin = %config.admin.listen,
+        public = %public.unwrap_or(config.server.listen),
+        admin = %admin.unwrap_or(config.admin.listen),
         console = if config.admin.token.is_some() { "on" } else { "off" },
         tracing = tracing_to.as_str(),
         "hookgate started"

@@ -80,6 +80,7 @@ mod dlq;
 mod eviction;
 mod faults;
 mod filters;
+mod first_hour;
 mod flood;
 mod forwarding;
 mod handshakes;
