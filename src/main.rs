@@ -456,21 +456,11 @@ fn sign(
     id: Option<&str>,
     timestamp: Option<i64>,
 ) -> ExitCode {
-    let config = match Config::load(path) {
-        Ok(config) => config,
-        Err(e) => {
-            eprintln!("{}", e.display_in(path));
-            return ExitCode::FAILURE;
-        }
+    let (config, index) = match load_source(path, "sign", source) {
+        Ok(found) => found,
+        Err(code) => return code,
     };
-    let Some(found) = config.sources.iter().find(|s| s.name == source) else {
-        let names: Vec<&str> = config.sources.iter().map(|s| s.name.as_str()).collect();
-        eprintln!(
-            "hookgate sign: no source named {source:?} (configured: {})",
-            names.join(", ")
-        );
-        return ExitCode::FAILURE;
-    };
+    let found = &config.sources[index];
     let body = match read_body(body_file) {
         Ok(body) => body,
         Err(e) => {
@@ -519,21 +509,11 @@ fn filter_test(path: &Path, action: hookgate::cli::FilterAction) -> ExitCode {
         body_file,
         headers,
     } = action;
-    let config = match Config::load(path) {
-        Ok(config) => config,
-        Err(e) => {
-            eprintln!("{}", e.display_in(path));
-            return ExitCode::FAILURE;
-        }
+    let (config, index) = match load_source(path, "filter", &source) {
+        Ok(found) => found,
+        Err(code) => return code,
     };
-    let Some(found) = config.sources.iter().find(|s| s.name == source) else {
-        let names: Vec<&str> = config.sources.iter().map(|s| s.name.as_str()).collect();
-        eprintln!(
-            "hookgate filter: no source named {source:?} (configured: {})",
-            names.join(", ")
-        );
-        return ExitCode::FAILURE;
-    };
+    let found = &config.sources[index];
     let body = match read_body(Some(&body_file)) {
         Ok(body) => body,
         Err(e) => {
@@ -549,6 +529,26 @@ fn filter_test(path: &Path, action: hookgate::cli::FilterAction) -> ExitCode {
         Err(e) => {
             eprintln!("hookgate filter: {e}");
             ExitCode::from(2)
+        }
+    }
+}
+
+/// The config at `path` and the index of its source `name`, for `hookgate
+/// COMMAND`; what went wrong is printed.
+fn load_source(path: &Path, command: &str, name: &str) -> Result<(Config, usize), ExitCode> {
+    let config = Config::load(path).map_err(|e| {
+        eprintln!("{}", e.display_in(path));
+        ExitCode::FAILURE
+    })?;
+    match config.sources.iter().position(|s| s.name == name) {
+        Some(index) => Ok((config, index)),
+        None => {
+            let names: Vec<&str> = config.sources.iter().map(|s| s.name.as_str()).collect();
+            eprintln!(
+                "hookgate {command}: no source named {name:?} (configured: {})",
+                names.join(", ")
+            );
+            Err(ExitCode::FAILURE)
         }
     }
 }

@@ -214,34 +214,16 @@ async fn queue_mode_shares_the_breaker_between_replicas_and_spends_no_attempt_wh
     // for as long as their own times show (received, then attempted).
     for n in 3..6 {
         let id = format!("q{n}");
-        let url = format!("{}/events/q/{id}", a.admin_url());
-        let v: serde_json::Value = crate::support::eventually(&format!("{id}'s trail"), || async {
-            let r = crate::support::http(
-                http::Method::GET,
-                &url,
-                &crate::support::headers(&[(
-                    "Authorization",
-                    &format!("Bearer {}", crate::delivery_kit::ADMIN_TOKEN),
-                )]),
-                String::new(),
-            )
-            .await;
-            let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap_or_default();
-            if v["state"] == "delivered" {
-                Ok(v)
-            } else {
-                Err(v.to_string())
-            }
-        })
+        let v = crate::support::trail_event(
+            &a.admin_url(),
+            crate::delivery_kit::ADMIN_TOKEN,
+            "q",
+            &id,
+            |v| v["state"] == "delivered",
+        )
         .await;
         let first = &v["attempts"][0];
-        let ms = |t: &serde_json::Value| {
-            humantime::parse_rfc3339(t.as_str().expect("a time"))
-                .expect("RFC 3339")
-                .duration_since(std::time::UNIX_EPOCH)
-                .expect("after 1970")
-                .as_millis() as i64
-        };
+        let ms = crate::support::rfc3339_ms;
         let clock = ms(&first["at"]) - ms(&v["received_at"]);
         let said = first["waited"]["ms"].as_i64().unwrap_or(0);
         assert_eq!(first["waited"]["reason"], "breaker", "{v}");

@@ -349,30 +349,11 @@ async fn waited_is_the_whole_wait_through_a_pause_then_pacing() {
     let mut reasons = Vec::new();
     for n in 0..6 {
         let id = format!("p{n}");
-        let url = format!("{}/events/q/{id}", gate.admin_url());
-        let v = crate::support::eventually(&format!("{id}'s attempt in the trail"), || async {
-            let r = http(
-                Method::GET,
-                &url,
-                &headers(&[("Authorization", &format!("Bearer {TOKEN}"))]),
-                String::new(),
-            )
-            .await;
-            let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap_or_default();
-            if v["attempts"][0]["waited"]["ms"].is_u64() {
-                Ok(v)
-            } else {
-                Err(v.to_string())
-            }
+        let v = crate::support::trail_event(&gate.admin_url(), TOKEN, "q", &id, |v| {
+            v["attempts"][0]["waited"]["ms"].is_u64()
         })
         .await;
-        let ms = |t: &serde_json::Value| {
-            humantime::parse_rfc3339(t.as_str().expect("a time"))
-                .expect("RFC 3339")
-                .duration_since(std::time::UNIX_EPOCH)
-                .expect("after 1970")
-                .as_millis() as i64
-        };
+        let ms = crate::support::rfc3339_ms;
         let clock = ms(&v["attempts"][0]["at"]) - ms(&v["received_at"]);
         let said = v["attempts"][0]["waited"]["ms"].as_u64().expect("ms") as i64;
         assert!(

@@ -127,17 +127,12 @@ impl RedisStore {
     where
         T: redis::FromRedisValue + Send,
     {
-        match &self.replication {
-            None => self.query(cmd).await,
-            Some((replication, lanes)) => {
-                self.replicated(operation, *replication, lanes, cmd, None)
-                    .await
-            }
-        }
+        let (value, acked) = self.write_answer(operation, cmd).await?;
+        acked.map(|()| value)
     }
 
     /// [`RedisStore::write`] that keeps the primary's answer when too few
-    /// replicas acknowledge (see [`RedisStore::replicated_answer`]).
+    /// replicas acknowledge (see `RedisStore::replicated_answer`).
     pub async fn write_answer<T>(
         &self,
         operation: Operation,
@@ -166,16 +161,14 @@ impl RedisStore {
     where
         T: redis::FromRedisValue + Send,
     {
-        let Some((replication, lanes)) = &self.replication else {
-            return self.eval(script, keys, args).await;
-        };
-        let cmd = evalsha(script, keys, args);
-        self.replicated(operation, *replication, lanes, &cmd, Some(script))
-            .await
+        let (value, acked) = self
+            .write_eval_answer(operation, script, keys, args)
+            .await?;
+        acked.map(|()| value)
     }
 
     /// [`RedisStore::write_eval`] that keeps the primary's answer when too
-    /// few replicas acknowledge (see [`RedisStore::replicated_answer`]).
+    /// few replicas acknowledge (see `RedisStore::replicated_answer`).
     pub async fn write_eval_answer<T>(
         &self,
         operation: Operation,
@@ -334,29 +327,10 @@ impl RedisStore {
     }
 
     /// `cmd` then `WAIT`, pipelined on a lane of its own; see [`lanes`].
-    /// Fewer acknowledgements than `min_replicas` make it
-    /// [`Error::NotReplicated`].
-    pub(super) async fn replicated<T>(
-        &self,
-        operation: Operation,
-        replication: Replication,
-        lanes: &Lanes,
-        cmd: &Cmd,
-        script: Option<&Script>,
-    ) -> Result<T, Error>
-    where
-        T: redis::FromRedisValue + Send,
-    {
-        let (value, acked) = self
-            .replicated_answer(operation, replication, lanes, cmd, script)
-            .await?;
-        acked.map(|()| value)
-    }
-
-    /// [`RedisStore::replicated`], keeping the primary's answer when too few
-    /// replicas acknowledge: the second part is then the
-    /// [`Error::NotReplicated`] (already counted), for a caller that must know
-    /// what the primary did (the entries a read leased).
+    /// The primary's answer, and whether enough replicas acknowledged: the
+    /// second part is the [`Error::NotReplicated`] (already counted) when too
+    /// few did, for a caller that must know what the primary did (the
+    /// entries a read leased).
     pub(super) async fn replicated_answer<T>(
         &self,
         operation: Operation,

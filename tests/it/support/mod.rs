@@ -973,6 +973,40 @@ pub fn closed_addr() -> SocketAddr {
 
 /// Polls `check` every 100 ms until it returns `Some`, for at most [`WAIT`];
 /// panics with `what` and the last observation otherwise.
+/// `GET /events/{source}/{id}` on `admin_url` with `token`, until `ready`
+/// holds for the event's JSON (bounded); the JSON.
+pub async fn trail_event(
+    admin_url: &str,
+    token: &str,
+    source: &str,
+    id: &str,
+    ready: impl Fn(&Value) -> bool,
+) -> Value {
+    let url = format!("{admin_url}/events/{source}/{id}");
+    let auth = format!("Bearer {token}");
+    eventually(&format!("{id}'s trail"), || async {
+        let r = http(
+            http::Method::GET,
+            &url,
+            &headers(&[("Authorization", &auth)]),
+            String::new(),
+        )
+        .await;
+        let v: Value = serde_json::from_slice(&r.body).unwrap_or_default();
+        if ready(&v) { Ok(v) } else { Err(v.to_string()) }
+    })
+    .await
+}
+
+/// An RFC 3339 time of the trail as unix ms.
+pub fn rfc3339_ms(t: &Value) -> i64 {
+    let text = t.as_str().unwrap_or_else(|| panic!("{t} is not a time"));
+    humantime::parse_rfc3339(text)
+        .unwrap_or_else(|e| panic!("{text}: {e}"))
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
 pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
 where
     F: FnMut() -> Fut,
