@@ -90,9 +90,6 @@ load() { # pool seconds -> RESULT line
     wrk -t1 -c"$CONNS" -d"$2s" --timeout 5s -s "$ROOT/bench/pool.lua" \
     "http://127.0.0.1:$PORT/webhooks/$1" -- "$WORK/$1" "$(cat "$WORK/$1.len")" 1 0 | grep '^RESULT'
 }
-field() { # RESULT line, name -> value
-  tr ' ' '\n' <<< "$1" | awk -F= -v k="$2" '$1 == k {print $2}'
-}
 send_once() { # pool -> status line
   taskset -c "$CLIENT_CPU" python3 - "$WORK/$1" "$PORT" <<'PY'
 import socket, sys

@@ -82,9 +82,6 @@ load() { # pool seconds -> RESULT line
     wrk -t1 -c"$CONNS" -d"$2s" --timeout 5s -s "$ROOT/bench/pool.lua" \
     "http://127.0.0.1:$PORT/webhooks/bench" -- "$WORK/$1" "$(cat "$WORK/$1.len")" 1 0 | grep '^RESULT'
 }
-field() { # RESULT line, name -> value
-  tr ' ' '\n' <<< "$1" | awk -F= -v k="$2" '$1 == k {print $2}'
-}
 store_bytes() {
   case $1 in
     memory) echo 0 ;;

@@ -12,6 +12,7 @@
 #                           200 {"ok":true}, on $SERVER_CPU
 #   ticks PID [THREAD]      CPU clock ticks (user + system) of the process's
 #                           threads of that name, or of all of them
+#   field LINE NAME         the value of NAME=... in a RESULT line of pool.lua
 # shellcheck shell=bash
 
 need_tools() {
@@ -85,4 +86,8 @@ ticks() { # pid [thread name]
       awk '{print $14 + $15}' "$t/stat" 2>/dev/null
     fi
   done | awk '{s += $1} END {print s + 0}'
+}
+
+field() { # RESULT line, name -> value
+  tr ' ' '\n' <<< "$1" | awk -F= -v k="$2" '$1 == k {print $2}'
 }
