@@ -131,6 +131,9 @@ pub struct Forwarder {
 struct Inner {
     pool: Pool,
     tls: TlsConnector,
+    /// Whether the app was found unreachable since it last took a
+    /// connection: the warning is logged once each time it goes away.
+    unreachable: std::sync::atomic::AtomicBool,
 }
 
 impl Default for Forwarder {
@@ -148,6 +151,7 @@ impl Forwarder {
             inner: Arc::new(Inner {
                 pool: Pool::default(),
                 tls: TlsConnector::from(Arc::new(config)),
+                unreachable: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }
@@ -251,9 +255,24 @@ impl Forwarder {
     }
 
     async fn connect(&self, origin: &Origin<'_>) -> Result<Stream, Error> {
-        connect::connect(origin, &self.inner.tls)
-            .await
-            .map_err(|e| Error::Unavailable(e.to_string()))
+        use std::sync::atomic::Ordering;
+        match connect::connect(origin, &self.inner.tls).await {
+            Ok(stream) => {
+                self.inner.unreachable.store(false, Ordering::Relaxed);
+                Ok(stream)
+            }
+            Err(e) => {
+                // Once per outage: each request's own line says the rest.
+                if !self.inner.unreachable.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        upstream = origin.authority,
+                        error = %e,
+                        "the upstream cannot be reached: events are answered 502 upstream_unavailable (queued ones are retried) until it can; /readyz is about hookgate itself"
+                    );
+                }
+                Err(Error::Unavailable(e.to_string()))
+            }
+        }
     }
 }
 

@@ -201,9 +201,8 @@ async fn serve(path: PathBuf) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// One line saying what is on, then (in the background) one warning if the
-/// upstream does not accept a connection: `/readyz` stays about hookgate
-/// itself, so a missing app is said here, once.
+/// One line saying what is on. (An app that cannot be reached is warned
+/// about once by the forwarder, at the first connection it refuses.)
 fn started(
     state: &Arc<State>,
     public: Option<std::net::SocketAddr>,
@@ -239,32 +238,6 @@ fn started(
         tracing = tracing_to.as_str(),
         "hookgate started"
     );
-    let upstream = config.server.upstream.clone();
-    let shown = shown_url(&upstream);
-    tokio::spawn(async move {
-        let host = upstream
-            .host()
-            .unwrap_or("127.0.0.1")
-            .trim_matches(['[', ']'])
-            .to_owned();
-        let port = upstream.port_u16().unwrap_or(match upstream.scheme_str() {
-            Some("https") => 443,
-            _ => 80,
-        });
-        let connect = tokio::net::TcpStream::connect((host.as_str(), port));
-        match tokio::time::timeout(std::time::Duration::from_secs(3), connect).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => tracing::warn!(
-                upstream = shown.as_str(),
-                error = %e,
-                "the upstream cannot be reached yet; events are answered as the app fails until it can (/readyz is about hookgate only)"
-            ),
-            Err(_) => tracing::warn!(
-                upstream = shown.as_str(),
-                "the upstream did not accept a connection within 3s; events are answered as the app fails until it can (/readyz is about hookgate only)"
-            ),
-        }
-    });
 }
 
 /// Scheme, host, port and path of `u`: no credentials a URL could carry.

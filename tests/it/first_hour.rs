@@ -132,7 +132,7 @@ async fn text_logs_into_a_pipe_have_no_colour_codes() {
 }
 
 #[tokio::test]
-async fn the_start_says_what_is_on_and_an_unreachable_upstream_once() {
+async fn the_start_says_what_is_on_and_an_unreachable_upstream_is_warned_about_once() {
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("hookgate.db");
     let toml = ConfigBuilder::new(&format!("http://{}", closed_addr()))
@@ -155,6 +155,17 @@ async fn the_start_says_what_is_on_and_an_unreachable_upstream_once() {
     assert_eq!(started["tracing"], "off", "{started}");
     assert_eq!(started["console"], "off", "{started}");
     assert_eq!(started["admin"], gate.admin_addr().to_string(), "{started}");
+    // hookgate opens no connection to the app of its own: the first event
+    // that finds it unreachable says so, once, and the next does not.
+    let stripe = SourceSpec::stripe();
+    for n in 0..2 {
+        gate.send(
+            &stripe,
+            &stripe.event(&format!("evt_down_{n}"), "invoice.paid"),
+        )
+        .await
+        .assert_error(502, "upstream_unavailable");
+    }
     let warned = gate
         .wait_for_log("the unreachable upstream", |l| {
             l["level"] == "WARN"
@@ -164,8 +175,6 @@ async fn the_start_says_what_is_on_and_an_unreachable_upstream_once() {
         })
         .await;
     assert!(warned["upstream"].as_str().is_some(), "{warned}");
-    // Once, and /readyz stays about hookgate.
-    tokio::time::sleep(Duration::from_millis(500)).await;
     let warnings = gate
         .log_lines()
         .iter()
