@@ -550,7 +550,7 @@ async fn deliver(
 /// Queue delivery: the raw request goes to the source's stream, the nonce is
 /// committed, and only then is the sender answered 200.
 async fn enqueue(
-    state: &State,
+    state: &Arc<State>,
     steps: &Steps<'_>,
     event: &Event<'_>,
     nonce: Lease,
@@ -560,8 +560,11 @@ async fn enqueue(
     // Config validation refuses queue delivery on the memory store, which
     // answers every enqueue with an error.
     // The nonce is committed with the enqueue: the event is queued and will
-    // be delivered; if the commit fails, only a sender retry after the lease
-    // could queue it a second time.
+    // be delivered. A commit that fails (the primary lost right after the
+    // enqueue, or its WAIT short) is retried in the background, so a copy
+    // the sender sends later, on whichever node is primary by then, is a
+    // duplicate; only a copy that arrives before the retry lands, after the
+    // claim's lease, could queue it a second time.
     let enqueued = state
         .store
         .enqueue(
@@ -577,6 +580,13 @@ async fn enqueue(
         Ok((_, Err(e))) => {
             state.metrics.store_errors.inc();
             tracing::warn!(source = %event.source, event_id = %event.event_id, error = %e, "nonce commit failed");
+            retry_commit(
+                state,
+                nonce,
+                steps.config.store.nonce_ttl,
+                event.source.to_owned(),
+                event.event_id.to_owned(),
+            );
         }
         Err(e) => {
             state.metrics.store_errors.inc();
@@ -680,8 +690,9 @@ async fn commit_behind(
 /// Retries a failed commit until it lands or [`COMMIT_RETRY_FOR`] passes.
 /// If the store stays away longer than that, a retry after the lease
 /// expires is forwarded again.
-/// Safe at any time: the app accepted the event, so `done` is true whoever
-/// holds the key by then (see [`crate::store::Store::commit`]).
+/// Safe at any time: the app accepted the event (forward) or it is durably
+/// queued (queue), so `done` is true whoever holds the key by then (see
+/// [`crate::store::Store::commit`]).
 fn retry_commit(state: &Arc<State>, nonce: Lease, ttl: Duration, source: String, event_id: String) {
     let state = Arc::clone(state);
     tokio::spawn(async move {
