@@ -287,6 +287,16 @@ fn check(path: &Path) -> ExitCode {
             {
                 return ExitCode::FAILURE;
             }
+            if let hookgate::config::StoreKind::Sqlite { path: db, .. } = &config.store.kind {
+                // A file written by a newer release is refused here as `run`
+                // would refuse it, before anything opens it for writing.
+                use hookgate::store::sqlite::schema;
+                let newer = schema::file_version(db).and_then(|v| v.map_or(Ok(()), schema::known));
+                if let Err(e) = newer {
+                    eprintln!("{}: store.path: {}: {e}", path.display(), db.display());
+                    return ExitCode::FAILURE;
+                }
+            }
             warn_eviction(path, &config);
             println!(
                 "{}: OK ({} source{}, {} store)",

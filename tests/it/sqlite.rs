@@ -560,12 +560,29 @@ async fn a_file_with_a_newer_schema_is_refused_naming_both_versions() {
         said.contains("version 99") && said.contains(&format!("version {known}")),
         "{said}"
     );
+    // `check` says so too, naming the field, the file and both versions.
+    let config = file.path.to_str().expect("path").to_owned();
+    let (code, _, stderr) =
+        crate::delivery_kit::hookgate_cli(&["check", "--config", &config]).await;
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!("{config}: store.path: {}", db.display()))
+            && stderr.contains("version 99")
+            && stderr.contains(&format!("version {known}")),
+        "{stderr}"
+    );
     // Untouched.
     let conn = Connection::open(&db).expect("open");
     let v: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .expect("version");
     assert_eq!(v, 99);
+    drop(conn);
+    // A file this build knows passes.
+    std::fs::remove_file(&db).expect("remove");
+    let (code, stdout, stderr) =
+        crate::delivery_kit::hookgate_cli(&["check", "--config", &config]).await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
 }
 
 #[tokio::test]

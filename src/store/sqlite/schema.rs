@@ -182,17 +182,35 @@ pub enum Error {
     Sqlite(#[from] rusqlite::Error),
 }
 
-/// Brings the file to [`VERSION`]: a new file gets every table, an older one
-/// the steps it lacks, in one transaction; a newer one is refused untouched.
-/// Returns the version the file had.
-pub fn migrate(conn: &mut Connection) -> Result<i64, Error> {
-    let found: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+/// The schema version of the file at `path` (`PRAGMA user_version`), read
+/// without writing or creating anything; `None` when there is no file yet.
+pub fn file_version(path: &std::path::Path) -> Result<Option<i64>, Error> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    Ok(Some(
+        conn.query_row("PRAGMA user_version", [], |r| r.get(0))?,
+    ))
+}
+
+/// Whether a file of schema `found` can be opened by this build.
+pub fn known(found: i64) -> Result<(), Error> {
     if found > VERSION {
         return Err(Error::Newer {
             found,
             supported: VERSION,
         });
     }
+    Ok(())
+}
+
+/// Brings the file to [`VERSION`]: a new file gets every table, an older one
+/// the steps it lacks, in one transaction; a newer one is refused untouched.
+/// Returns the version the file had.
+pub fn migrate(conn: &mut Connection) -> Result<i64, Error> {
+    let found: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    known(found)?;
     if found == VERSION {
         return Ok(found);
     }
