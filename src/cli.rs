@@ -1,8 +1,13 @@
 //! The command line of DESIGN §1.
 
+pub mod check;
+pub mod dlq;
+pub mod events;
 pub mod filter;
+pub mod sign;
+pub mod sources;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -262,4 +267,21 @@ fn parse_timestamp(text: &str) -> Result<i64, String> {
             .map(|s| -s)
             .map_err(|_| format!("{text:?} is too far back")),
     }
+}
+
+/// The config at `path` and its store, for `hookgate COMMAND`; what went
+/// wrong is printed.
+pub(crate) fn open(
+    path: &Path,
+    command: &str,
+) -> Result<(crate::config::Config, crate::store::Store), std::process::ExitCode> {
+    let config = crate::config::Config::load(path).map_err(|e| {
+        eprintln!("{}", e.display_in(path));
+        std::process::ExitCode::FAILURE
+    })?;
+    let store = crate::open_store(&config).map_err(|e| {
+        eprintln!("hookgate {command}: {e}");
+        std::process::ExitCode::FAILURE
+    })?;
+    Ok((config, store))
 }

@@ -52,7 +52,8 @@
 //!   sessions and CSRF (`console/session.rs`), "Replay all" runs, static
 //!   assets compiled in.
 //!
-//! Around them: [`cli`] (the command line), [`log`] (buffered log output),
+//! Around them: [`cli`] (the command line: its arguments in `cli.rs`, one
+//! file a command under `cli/`), [`log`] (buffered log output),
 //! [`server`] (accept loop, connection lifetimes and drain),
 //! [`state`] (what requests share, swapped on reload), [`reload`], [`metrics`];
 //! below every module, the shared words: [`secret`] (values that never

@@ -5,6 +5,10 @@ use std::fmt::Write as _;
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 
+use std::path::Path;
+use std::process::ExitCode;
+
+use crate::cli::sign::{load_source, read_body};
 use crate::config::Source;
 use crate::filter::Action;
 
@@ -131,4 +135,35 @@ fn truncate(text: &str, max: usize) -> String {
     }
     let cut: String = text.chars().take(max).collect();
     format!("{cut}…")
+}
+
+/// `hookgate filter test`: exit 0 with the report, 1 on a problem.
+pub fn command(path: &Path, action: crate::cli::FilterAction) -> ExitCode {
+    let crate::cli::FilterAction::Test {
+        source,
+        body_file,
+        headers,
+    } = action;
+    let (config, index) = match load_source(path, "filter", &source) {
+        Ok(found) => found,
+        Err(code) => return code,
+    };
+    let found = &config.sources[index];
+    let body = match read_body(Some(&body_file)) {
+        Ok(body) => body,
+        Err(e) => {
+            eprintln!("hookgate filter: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match test(found, &body, &headers) {
+        Ok(report) => {
+            print!("{report}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("hookgate filter: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
