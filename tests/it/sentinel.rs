@@ -464,16 +464,13 @@ async fn a_queued_event_the_app_took_is_not_delivered_again_after_the_primary_is
     // becomes the primary; the old one comes back empty as its replica.
     deployment.node(old).stop();
     deployment.server(replica).thaw();
-    let promoted = tokio::task::block_in_place(|| deployment.wait_failover_from(old));
-    assert_eq!(promoted, replica);
     // A new replica of the promoted primary, on a port of its own (the old
     // one stays down), acknowledges writes from now on.
-    let _replica = tokio::task::block_in_place(|| {
-        deployment.wait_all_name(promoted);
-        let replica = RedisServer::start_replica_of(deployment.server(promoted).port(), None);
-        deployment.wait_replicas(promoted, 1);
-        replica
+    let (promoted, _fresh) = tokio::task::block_in_place(|| {
+        let fresh = RedisServer::start_replica_of(deployment.server(replica).port(), None);
+        (deployment.settle_with_replica(old, &fresh), fresh)
     });
+    assert_eq!(promoted, replica);
 
     // A fresh event goes through the new primary to the app.
     let after = queued.event("evt_after_promotion", "invoice.paid");
@@ -577,14 +574,11 @@ async fn a_retry_leased_on_the_primary_alone_is_not_delivered_before_the_failove
 
     deployment.node(old).stop();
     deployment.server(replica).thaw();
-    let promoted = tokio::task::block_in_place(|| deployment.wait_failover_from(old));
     // A new replica of the promoted primary, on a port of its own (the old
     // one stays down), acknowledges writes from now on.
-    let _replica = tokio::task::block_in_place(|| {
-        deployment.wait_all_name(promoted);
-        let replica = RedisServer::start_replica_of(deployment.server(promoted).port(), None);
-        deployment.wait_replicas(promoted, 1);
-        replica
+    let (promoted, _fresh) = tokio::task::block_in_place(|| {
+        let fresh = RedisServer::start_replica_of(deployment.server(replica).port(), None);
+        (deployment.settle_with_replica(old, &fresh), fresh)
     });
     upstream.wait_for(2).await;
     let delivered_at = tokio::time::Instant::now();

@@ -266,6 +266,59 @@ impl Sentinels {
         }
     }
 
+    /// After a failover from node `old`: waits (bounded) until the
+    /// sentinels agree on a primary that answers as one and `replica` (a
+    /// server started for it) is online beside it, pointing `replica` at
+    /// whichever node that is. A sentinel that had not yet heard of the
+    /// failover may demote the promoted node once (its view of the old
+    /// primary wins for a moment); the sentinels then fail over again, and
+    /// this follows. Returns the primary's index.
+    pub fn settle_with_replica(&self, old: usize, replica: &RedisServer) -> usize {
+        let deadline = Instant::now() + SETTLE * 2;
+        loop {
+            let primary = self.wait_failover_from(old);
+            let port = self.nodes[primary].port();
+            let mut conn = replica.client();
+            let _: Result<(), _> = redis::cmd("REPLICAOF")
+                .arg("127.0.0.1")
+                .arg(port)
+                .query(&mut conn);
+            let mut settled = false;
+            for _ in 0..100 {
+                let all_name = self
+                    .sentinels
+                    .iter()
+                    .all(|s| s.primary_port() == Some(port));
+                let mut primary_conn = self.nodes[primary].client();
+                let info: String = redis::cmd("INFO")
+                    .arg("replication")
+                    .query(&mut primary_conn)
+                    .unwrap_or_default();
+                let master = info.contains("role:master");
+                let online = info
+                    .lines()
+                    .any(|l| l.starts_with("slave") && l.contains("state=online"));
+                if all_name && master && online {
+                    settled = true;
+                    break;
+                }
+                if !master {
+                    break;
+                }
+                sleep(Duration::from_millis(100));
+            }
+            if settled {
+                return primary;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no primary with a replica online within {:?}: {}",
+                SETTLE * 2,
+                self.sentinels[0].log_tail()
+            );
+        }
+    }
+
     /// Starts node `index` again (after a SIGKILL) as a replica of `primary`.
     pub fn restart_as_replica(&mut self, index: usize, primary: usize) {
         let args = replica_args(self.nodes[primary].port(), self.password.as_deref());
