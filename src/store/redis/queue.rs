@@ -103,7 +103,7 @@ return #due
 });
 
 /// Leases again (`XCLAIM`, idle 0) the entries still leased to a consumer,
-/// skipping any another consumer holds now or that are gone. KEYS[1] =
+/// skipping any that another consumer holds now or that are gone. KEYS[1] =
 /// stream; ARGV[1] = group, ARGV[2] = consumer, ARGV[3..] = entry ids.
 /// Returns the entries, as `XCLAIM` does.
 static CONFIRM: LazyLock<Script> = LazyLock::new(|| {
