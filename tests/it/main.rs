@@ -109,4 +109,5 @@ mod store_failure;
 mod tls;
 mod traces;
 mod trail;
+mod upgrade;
 mod upstream_conn;

@@ -52,6 +52,16 @@ impl RedisServer {
         RedisServer::start_inner(None, false, true)
     }
 
+    /// Starts a standalone server holding what the RDB file `rdb` holds.
+    pub fn start_from_dump(rdb: &Path) -> RedisServer {
+        let mut server = RedisServer::start();
+        server.stop();
+        fs::copy(rdb, server.dir.path().join("dump.rdb"))
+            .unwrap_or_else(|e| panic!("copy {}: {e}", rdb.display()));
+        server.restart();
+        server
+    }
+
     /// Starts a standalone server with extra settings, e.g. `--replicaof`.
     pub fn start_with_args(password: Option<&str>, args: &[String]) -> RedisServer {
         RedisServer::start_args(password.map(str::to_owned), false, false, args)
