@@ -252,10 +252,6 @@ impl Filters {
         &self.rules
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.rules.is_empty()
-    }
-
     /// Tries the rules in order on `body`.
     pub fn decide(&self, body: &[u8]) -> Decision {
         if self.rules.is_empty() {

@@ -246,26 +246,6 @@ impl Sentinels {
         }
     }
 
-    /// Waits (bounded) until every sentinel names node `index` as the
-    /// primary: one still naming the old primary would take a node that
-    /// comes back on its port for the primary and demote the new one.
-    pub fn wait_all_name(&self, index: usize) {
-        let port = self.nodes[index].port();
-        let deadline = Instant::now() + SETTLE;
-        while !self
-            .sentinels
-            .iter()
-            .all(|s| s.primary_port() == Some(port))
-        {
-            assert!(
-                Instant::now() < deadline,
-                "not every sentinel names port {port} within {SETTLE:?}: {}",
-                self.sentinels[0].log_tail()
-            );
-            sleep(Duration::from_millis(100));
-        }
-    }
-
     /// After a failover from node `old`: waits (bounded) until the
     /// sentinels agree on a primary that answers as one and `replica` (a
     /// server started for it) is online beside it, pointing `replica` at
