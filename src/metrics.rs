@@ -43,6 +43,12 @@ pub struct SourceRule {
     pub rule: String,
 }
 
+/// Why a trail write did not land: `queue_full`, `failed`, `no_record`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabel {
+    pub reason: &'static str,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ListenerLabel {
     pub listener: &'static str,
@@ -134,6 +140,9 @@ pub struct Metrics {
     /// `replica_timeout` (beyond DESIGN §7: each one is also a store error
     /// the caller handled as a failed write).
     pub replication_timeouts: Family<OperationLabel, Counter>,
+    /// Trail writes that did not land, by reason (beyond DESIGN §7; the
+    /// trail's facts on Redis are written off the request's path).
+    pub trail_writes_dropped: Family<ReasonLabel, Counter>,
     pub config_reloads: Family<ReloadResult, Counter>,
     /// Console sign-ins refused for a wrong admin token.
     pub console_signin_failures: Counter,
@@ -300,6 +309,12 @@ impl Metrics {
             "Writes backing a promise that fewer than min_replicas replicas acknowledged within replica_timeout (WAIT), by operation",
             replication_timeouts.clone(),
         );
+        let trail_writes_dropped = Family::<ReasonLabel, Counter>::default();
+        registry.register(
+            "hookgate_trail_writes_dropped",
+            "Trail facts not written, by reason: queue_full, failed (the store refused the write), no_record (no record of the event to append to)",
+            trail_writes_dropped.clone(),
+        );
         let console_signin_failures = Counter::default();
         registry.register(
             "hookgate_console_signin_failures",
@@ -393,6 +408,7 @@ impl Metrics {
             dead_letters,
             store_errors,
             replication_timeouts,
+            trail_writes_dropped,
             config_reloads,
             console_signin_failures,
             key_fetch_failures,

@@ -68,6 +68,7 @@ impl State {
         match &store {
             Store::Redis(redis) => {
                 redis.count_replication_timeouts(metrics.replication_timeouts.clone());
+                redis.count_trail_drops(metrics.trail_writes_dropped.clone());
             }
             Store::Sqlite(sqlite) => {
                 sqlite.observe(metrics.store_sync.clone(), metrics.store_batch.clone());

@@ -55,7 +55,7 @@ mod scrub;
 pub mod sentinel;
 pub mod trail;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, LazyLock, OnceLock};
 use std::time::Duration;
 
@@ -71,7 +71,7 @@ use self::lanes::{Lanes, Opener};
 use self::scrub::{scrub, secrets_of};
 use self::sentinel::Primary;
 use super::{Claim, Error, Replication, VERSION_TTL};
-use crate::metrics::OperationLabel;
+use crate::metrics::{OperationLabel, ReasonLabel};
 
 /// Upper bound on one store operation, reconnect included. Kept below the time
 /// a sender waits for an answer, so a dead Redis turns into a prompt 503.
@@ -237,6 +237,9 @@ pub struct RedisStore {
     replication: Option<(Replication, Arc<Lanes>)>,
     /// `hookgate_replication_timeouts_total`, once the metrics exist.
     timeouts: Arc<OnceLock<Family<OperationLabel, Counter>>>,
+    /// `hookgate_trail_writes_dropped_total`, once the metrics exist, and
+    /// when a drop was last logged (unix ms).
+    trail_drops: Arc<(OnceLock<Family<ReasonLabel, Counter>>, AtomicI64)>,
     /// The trail's ordered writer, started on first use.
     trail_queue: Arc<OnceLock<tokio::sync::mpsc::Sender<crate::store::Note>>>,
     /// Duplicates counted between two trail writes.
@@ -314,6 +317,7 @@ impl RedisStore {
             set_nx_get: Arc::new(AtomicBool::new(true)),
             replication: None,
             timeouts: Arc::new(OnceLock::new()),
+            trail_drops: Arc::new((OnceLock::new(), AtomicI64::new(i64::MIN))),
             trail_queue: Arc::new(OnceLock::new()),
             tally: Arc::default(),
             trail_generation: Arc::default(),
@@ -346,6 +350,12 @@ impl RedisStore {
     /// Where WAIT timeouts are counted (`hookgate_replication_timeouts_total`).
     pub fn count_replication_timeouts(&self, family: Family<OperationLabel, Counter>) {
         let _ = self.timeouts.set(family);
+    }
+
+    /// Where trail writes that did not land are counted
+    /// (`hookgate_trail_writes_dropped_total`).
+    pub fn count_trail_drops(&self, family: Family<ReasonLabel, Counter>) {
+        let _ = self.trail_drops.0.set(family);
     }
 
     /// The replicas each promise-backing write waits for (0 = none).

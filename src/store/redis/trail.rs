@@ -29,6 +29,20 @@
 //! before the first (a suffix with no `:` never names such a list) and
 //! removed, lists included, once the newest `kept` generations are full.
 //!
+//! The mixed period: a version before generations appends a fact without a
+//! `Received` only to a record it finds in its own facts hash, and reads
+//! only there. So while its index exists, and for [`GRACE_MS`] after this
+//! layout first wrote beside it (`{prefix}:{trail}:upgraded_at`, set once,
+//! removed with the earlier keys), every replica of this version writes the
+//! earlier layout the way that version does: a new record goes into its
+//! hash and index, an event held there or in a generation is appended to in
+//! place (nothing moves), and the earlier index is trimmed to the bound
+//! with `ZPOPMIN`. Nonce commits go through the writer task meanwhile.
+//! After the grace records move into generations as they are written, and
+//! the earlier keys go once the newest `kept` generations are full. A fact
+//! that finds no record (trimmed, or written by a version that moved it) is
+//! logged and counted (`hookgate_trail_writes_dropped_total{reason}`).
+//!
 //! Two ways in:
 //! - a nonce commit on one node carries the event's facts in its own
 //!   pipelined round trip ([`RedisStore::commit_noting`]): `HSETNX` of the
@@ -49,7 +63,9 @@ use tokio::sync::mpsc;
 
 use super::RedisStore;
 use crate::store::{Error, Note};
-use crate::trail::{Cursor, Fact, REACH, Stored, facts_of, generations, lines_of};
+use crate::trail::{Fact, REACH, generations, lines_of};
+
+mod read;
 
 /// A nonce commit reads where the trail stands once in this many commits
 /// of a replica at most ([`RedisStore::commit_noting`]; once in a
@@ -60,6 +76,10 @@ const CHECK_EVERY: u32 = 64;
 /// replica quiet while the others wrote never writes into a generation
 /// long removed.
 const CHECK_AFTER_MS: i64 = 100;
+/// How long after this layout first wrote beside an earlier version's
+/// index the earlier layout is written in place (the mixed period of a
+/// rolling upgrade; the module's documentation).
+pub const GRACE_MS: i64 = 3_600_000;
 
 /// What a replica knows of the trail's generations, per key prefix.
 #[derive(Debug)]
@@ -70,6 +90,20 @@ pub(super) struct Seen {
     next: u32,
     /// When the last look was (unix ms, the clock of the events' facts).
     at: i64,
+    /// Until when (unix ms) the mixed period lasts, as the last look saw
+    /// it: nonce commits go through the writer task until then.
+    mixed_until: Option<i64>,
+}
+
+/// How a nonce commit writes its facts, from what a replica last saw.
+enum Path {
+    /// Into generation `generation` in the commit's round trip, which also
+    /// reads where the trail stands when `look`.
+    Commit { generation: i64, look: bool },
+    /// Through the writer task: the mixed period.
+    Writer,
+    /// Not known: a look first ([`RedisStore::trail_look`]).
+    Unknown,
 }
 
 impl Seen {
@@ -82,6 +116,7 @@ impl Seen {
                 .unwrap_or(u32::MAX)
                 .min(CHECK_EVERY),
             at,
+            mixed_until: None,
         }
     }
 
@@ -102,15 +137,29 @@ impl Seen {
     }
 }
 
+/// `mixed()`: whether the mixed period lasts (the module's documentation),
+/// starting it when the earlier index exists and no grace was set.
 /// `roll(n)`: starts generation `n + 1` when `n` is the current one and its
 /// index holds `size` events or more, removes the generations older than
 /// the newest `kept`, and the earlier versions' keys once the newest `kept`
-/// are all generations. Returns the current generation. KEYS[1] = the
-/// generation key, KEYS[2] = the oldest key; ARGV[1] = the keys' base
-/// (`{prefix}:{trail}:`), ARGV[2] = `size`, ARGV[3] = `kept`.
+/// are all generations and the mixed period is over. Returns the current
+/// generation. KEYS[1] = the generation key, KEYS[2] = the oldest key;
+/// ARGV[1] = the keys' base (`{prefix}:{trail}:`), ARGV[2] = `size`,
+/// ARGV[3] = `kept`, ARGV[4] = now (unix ms), ARGV[5] = [`GRACE_MS`].
 const ROLL_FN: &str = r"
 local base, size, kept = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local now, grace = tonumber(ARGV[4]), tonumber(ARGV[5])
+local earlier = string.sub(base, 1, -2)
 local retired = 0
+local function mixed()
+  if redis.call('EXISTS', earlier) == 0 then return false end
+  local since = tonumber(redis.call('GET', base .. 'upgraded_at') or '')
+  if not since then
+    redis.call('SET', base .. 'upgraded_at', now)
+    since = now
+  end
+  return now - since < grace
+end
 local function roll(n)
   local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
   if cur ~= n or redis.call('ZCARD', base .. 'index.' .. n) < size then return cur end
@@ -126,37 +175,40 @@ local function roll(n)
     redis.call('SET', KEYS[2], keep)
     oldest = keep
   end
-  if oldest >= 0 and redis.call('EXISTS', string.sub(base, 1, -2), base .. 'facts') > 0 then
+  if oldest >= 0 and redis.call('EXISTS', earlier, base .. 'facts') > 0 and not mixed() then
     retired = 1
   end
   return n + 1
 end
 ";
 
-/// Starts the next generation when generation ARGV[4] is full ([`ROLL_FN`]);
+/// Starts the next generation when generation ARGV[6] is full ([`ROLL_FN`]);
 /// returns `{current generation, 1 when the earlier versions' keys are left
 /// to remove}`.
 static ROLL: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
-        "{ROLL_FN}\nlocal cur = roll(tonumber(ARGV[4]))\nreturn {{cur, retired}}"
+        "{ROLL_FN}\nlocal cur = roll(tonumber(ARGV[6]))\nreturn {{cur, retired}}"
     ))
 });
 
 /// Writes a batch of notes in order into the current generation, then
-/// starts the next one when it is full ([`ROLL_FN`]). ARGV[4] =
-/// [`crate::trail::COMPACT_BYTES`], then per note: the received time (`""`
-/// for a note without a `Received` fact: appended only to an event already
-/// held), the member, the lines. A note for an event held in an older
-/// generation moves its record here, score and all. Returns `{the facts key
-/// written, the members whose facts grew past ARGV[4], 1 when the earlier
-/// versions' keys are left to remove}`, for the writer to fold
-/// ([`COMPACT_LUA`]) and remove.
+/// starts the next one when it is full ([`ROLL_FN`]). ARGV[6] =
+/// [`crate::trail::COMPACT_BYTES`], ARGV[7] = `trail_max_events`, then per
+/// note: the received time (`""` for a note without a `Received` fact:
+/// appended only to an event already held), the member, the lines. A note
+/// for an event held in an older generation moves its record here, score
+/// and all; in the mixed period nothing moves and new records go into the
+/// earlier layout. Returns `{the facts keys and members whose facts grew
+/// past ARGV[6], two by two; 1 when the earlier versions' keys are left to
+/// remove; the notes that found no record}`, for the writer to fold
+/// ([`COMPACT_LUA`]), remove and count.
 const WRITE_BODY: &str = r"
 local n = tonumber(redis.call('GET', KEYS[1]) or '0')
 local oldest = tonumber(redis.call('GET', KEYS[2]) or '-1')
-local limit = tonumber(ARGV[4])
+local limit, bound = tonumber(ARGV[6]), tonumber(ARGV[7])
 local facts, index = base .. 'facts.' .. n, base .. 'index.' .. n
-local long = {}
+local long, dropped = {}, 0
+local during = mixed()
 -- The event's record in an older generation, taken out of it: its text
 -- and score, or nil.
 local function take(m)
@@ -170,8 +222,7 @@ local function take(m)
     end
   end
   if oldest >= 0 then return nil end
-  local old = string.sub(base, 1, -2)
-  local at = redis.call('ZSCORE', old, m)
+  local at = redis.call('ZSCORE', earlier, m)
   local text = redis.call('HGET', base .. 'facts', m)
   if not text then
     local listed = redis.call('LRANGE', base .. m, 0, -1)
@@ -179,34 +230,70 @@ local function take(m)
   end
   if text then
     redis.call('HDEL', base .. 'facts', m)
-    redis.call('ZREM', old, m)
+    redis.call('ZREM', earlier, m)
     redis.call('DEL', base .. m)
   end
   return text, at
 end
-for i = 5, #ARGV, 3 do
+-- The mixed period: the hash holding the event's record, where it is.
+local function holder(m)
+  for g = n, math.max(oldest, n - 64, 0), -1 do
+    if redis.call('HEXISTS', base .. 'facts.' .. g, m) == 1 then
+      return base .. 'facts.' .. g
+    end
+  end
+  return base .. 'facts'
+end
+for i = 8, #ARGV, 3 do
   local at, m, lines = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local held = redis.call('HGET', facts, m)
-  if not held then
-    local text, score = take(m)
-    if text then
-      held = text
-      if score then at = score end
+  local key, held = facts, nil
+  if during then
+    key = holder(m)
+    held = redis.call('HGET', key, m)
+  else
+    held = redis.call('HGET', facts, m)
+    if not held then
+      local text, score = take(m)
+      if text then
+        held = text
+        if score then at = score end
+      end
     end
   end
   if held then
     held = held .. lines
-    if #held > limit then long[#long + 1] = m end
+    if #held > limit then
+      long[#long + 1] = key
+      long[#long + 1] = m
+    end
   elseif at ~= '' then
     held = lines
+  else
+    dropped = dropped + 1
   end
   if held then
-    redis.call('HSET', facts, m, held)
-    if at ~= '' then redis.call('ZADD', index, 'NX', at, m) end
+    redis.call('HSET', key, m, held)
+    if at ~= '' then
+      if key == facts then
+        redis.call('ZADD', index, 'NX', at, m)
+      elseif key == base .. 'facts' then
+        redis.call('ZADD', earlier, 'NX', at, m)
+      end
+    end
+  end
+end
+if during then
+  local over = redis.call('ZCARD', earlier) - bound
+  if over > 0 then
+    local old = redis.call('ZPOPMIN', earlier, over)
+    for j = 1, #old, 2 do
+      redis.call('HDEL', base .. 'facts', old[j])
+      redis.call('DEL', base .. old[j])
+    end
   end
 end
 roll(n)
-return {facts, long, retired}
+return {long, retired, dropped}
 ";
 static WRITE_SOURCE: LazyLock<String> = LazyLock::new(|| format!("{ROLL_FN}\n{WRITE_BODY}"));
 static WRITE: LazyLock<Script> = LazyLock::new(|| Script::new(&WRITE_SOURCE));
@@ -248,6 +335,31 @@ const BATCH: usize = 256;
 /// Members of the earlier versions' index removed per round trip.
 const RETIRE_BATCH: isize = 512;
 
+/// Why a trail write did not land (`hookgate_trail_writes_dropped_total`).
+#[derive(Clone, Copy, Debug)]
+enum Dropped {
+    /// The writer task's queue was full.
+    QueueFull,
+    /// The store refused or did not answer the write.
+    Failed,
+    /// A fact without `Received` found no record of its event to append
+    /// to: trimmed past the bound, or moved where its writer does not look.
+    NoRecord,
+}
+
+impl Dropped {
+    fn label(self) -> &'static str {
+        match self {
+            Dropped::QueueFull => "queue_full",
+            Dropped::Failed => "failed",
+            Dropped::NoRecord => "no_record",
+        }
+    }
+}
+
+/// Drops are logged at most once in this long per replica (each is counted).
+const DROP_LOG_EVERY_MS: i64 = 60_000;
+
 /// Writes what the queue holds, in order, until every sender is gone.
 async fn drain(store: RedisStore, mut queue: mpsc::Receiver<Note>) {
     while let Some(first) = queue.recv().await {
@@ -260,6 +372,7 @@ async fn drain(store: RedisStore, mut queue: mpsc::Receiver<Note>) {
         }
         if let Err(e) = store.trail_batch(&batch).await {
             tracing::debug!(facts = batch.len(), error = %e, "trail write failed");
+            store.trail_dropped(Dropped::Failed, batch.len() as u64);
         }
     }
 }
@@ -283,6 +396,11 @@ fn trail_key(prefix: &str, name: &str, n: &str) -> String {
 
 fn generation_key(prefix: &str) -> String {
     trail_key(prefix, "generation", "")
+}
+
+/// When this layout first wrote beside an earlier version's index.
+fn upgraded_key(prefix: &str) -> String {
+    trail_key(prefix, "upgraded_at", "")
 }
 
 fn oldest_key(prefix: &str) -> String {
@@ -314,43 +432,20 @@ fn member(source: &str, event_id: &str) -> String {
     m
 }
 
+/// Until when the mixed period lasts, seen at `now`: an earlier version's
+/// index exists and the grace since `upgraded` (unix ms; not set yet: now)
+/// has not run out.
+fn mixed_until(earlier: bool, upgraded: Option<i64>, now: i64) -> Option<i64> {
+    let until = upgraded.unwrap_or(now).saturating_add(GRACE_MS);
+    (earlier && now < until).then_some(until)
+}
+
 /// When `note` carries a `Received` fact, its time.
 fn received_at(note: &Note) -> Option<i64> {
     note.facts.iter().find_map(|f| match f {
         Fact::Received { at, .. } => Some(*at),
         _ => None,
     })
-}
-
-/// Where a reader looks: the generations from the oldest kept to the
-/// current one (at most [`REACH`]), oldest first, and whether the earlier
-/// versions' keys are still read.
-struct Layout {
-    generations: std::ops::RangeInclusive<i64>,
-    earlier: bool,
-}
-
-impl Layout {
-    /// The index keys, oldest first (the earlier versions' before the
-    /// generations).
-    fn indexes(&self, prefix: &str) -> Vec<String> {
-        let mut out = Vec::new();
-        if self.earlier {
-            out.push(earlier_keys(prefix).0);
-        }
-        out.extend(self.generations.clone().map(|n| index_key(prefix, n)));
-        out
-    }
-
-    /// The facts hashes in the order of [`Layout::indexes`].
-    fn hashes(&self, prefix: &str) -> Vec<String> {
-        let mut out = Vec::new();
-        if self.earlier {
-            out.push(earlier_keys(prefix).1);
-        }
-        out.extend(self.generations.clone().map(|n| facts_key(prefix, n)));
-        out
-    }
 }
 
 impl RedisStore {
@@ -390,32 +485,84 @@ impl RedisStore {
             tx
         });
         if queue.try_send(item).is_err() {
-            tracing::debug!("trail queue full: a fact was dropped");
+            self.trail_dropped(Dropped::QueueFull, 1);
         }
     }
 
-    /// The generation this replica last saw for `prefix`'s trail, and
-    /// whether this commit looks at where the trail stands
-    /// ([`Seen::due`]).
-    fn seen_generation(&self, prefix: &str, now: i64) -> (i64, bool) {
+    /// Counts `count` trail writes that did not land, and logs them once a
+    /// minute at most.
+    fn trail_dropped(&self, why: Dropped, count: u64) {
+        if count == 0 {
+            return;
+        }
+        let (family, logged) = &*self.trail_drops;
+        if let Some(family) = family.get() {
+            family
+                .get_or_create(&crate::metrics::ReasonLabel {
+                    reason: why.label(),
+                })
+                .inc_by(count);
+        }
+        let now = crate::time::now_ms();
+        let last = logged.load(std::sync::atomic::Ordering::Relaxed);
+        if now.saturating_sub(last) >= DROP_LOG_EVERY_MS
+            && logged
+                .compare_exchange(
+                    last,
+                    now,
+                    std::sync::atomic::Ordering::Relaxed,
+                    std::sync::atomic::Ordering::Relaxed,
+                )
+                .is_ok()
+        {
+            tracing::warn!(
+                reason = why.label(),
+                count,
+                "trail facts not written (counted in hookgate_trail_writes_dropped_total)"
+            );
+        }
+    }
+
+    /// How this replica's next nonce commit writes `prefix`'s facts, from
+    /// what it last saw ([`Seen::due`]).
+    fn seen_generation(&self, prefix: &str, now: i64) -> Path {
         let Ok(mut seen) = self.trail_generation.lock() else {
-            return (0, true);
+            return Path::Unknown;
         };
         // One entry per key prefix: a store has one.
         match seen.iter_mut().find(|(p, _)| p == prefix) {
-            Some((_, held)) => (held.generation, held.due(now)),
-            None => {
-                seen.push((prefix.to_owned(), Seen::new(0, 1, now)));
-                (0, true)
-            }
+            Some((_, held)) => match held.mixed_until {
+                Some(until) if now < until => Path::Writer,
+                Some(_) => Path::Unknown,
+                None => Path::Commit {
+                    generation: held.generation,
+                    look: held.due(now),
+                },
+            },
+            None => Path::Unknown,
         }
     }
 
+    /// Reads where `prefix`'s trail stands, in a round trip of its own, for
+    /// a replica that does not know or whose mixed period may be over.
+    async fn trail_look(&self, prefix: &str, now: i64) -> Result<(), Error> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("GET").arg(generation_key(prefix));
+        pipe.cmd("EXISTS").arg(earlier_keys(prefix).0);
+        pipe.cmd("GET").arg(upgraded_key(prefix));
+        let (current, earlier, upgraded): (Option<i64>, bool, Option<i64>) =
+            self.query_pipeline(&pipe).await?;
+        let mixed = mixed_until(earlier, upgraded, now);
+        self.see_generation(prefix, current.unwrap_or(0), 1, now, mixed);
+        Ok(())
+    }
+
     /// Records generation `n` seen at `now`, with room for `room` events
-    /// more.
-    fn see_generation(&self, prefix: &str, n: i64, room: i64, now: i64) {
+    /// more, and the mixed period's end when it lasts.
+    fn see_generation(&self, prefix: &str, n: i64, room: i64, now: i64, mixed: Option<i64>) {
         if let Ok(mut seen) = self.trail_generation.lock() {
-            let fresh = Seen::new(n, room, now);
+            let mut fresh = Seen::new(n, room, now);
+            fresh.mixed_until = mixed;
             match seen.iter_mut().find(|(p, _)| p == prefix) {
                 Some((_, held)) => *held = fresh,
                 None => seen.push((prefix.to_owned(), fresh)),
@@ -447,8 +594,24 @@ impl RedisStore {
         let prefix = note.prefix.as_str();
         let m = member(&note.source, &note.event_id);
         let size = generations(note.max).1;
-        let (n, check) = self.seen_generation(prefix, at);
-        let mut pipe = redis::Pipeline::with_capacity(6);
+        let mut path = self.seen_generation(prefix, at);
+        if matches!(path, Path::Unknown) {
+            if let Err(e) = self.trail_look(prefix, at).await {
+                tracing::debug!(error = %e, "trail: reading where the trail stands failed");
+            }
+            path = self.seen_generation(prefix, at);
+        }
+        let Path::Commit {
+            generation: n,
+            look: check,
+        } = path
+        else {
+            // The mixed period (or the trail's state unknown): the writer
+            // task decides where the facts go, queued before the commit.
+            self.trail_note(note);
+            return self.commit(key, ttl).await;
+        };
+        let mut pipe = redis::Pipeline::with_capacity(8);
         let (facts, index) = (facts_key(prefix, n), index_key(prefix, n));
         let lines = lines_of(&note.facts);
         // Each command sized once: the facts are most of the round trip's
@@ -479,6 +642,8 @@ impl RedisStore {
         pipe.cmd("ZCARD").arg(index);
         pipe.cmd("GET").arg(generation_key(prefix));
         pipe.cmd("GET").arg(oldest_key(prefix));
+        pipe.cmd("EXISTS").arg(earlier_keys(prefix).0);
+        pipe.cmd("GET").arg(upgraded_key(prefix));
         type Looked = (
             bool,
             redis::Value,
@@ -486,12 +651,19 @@ impl RedisStore {
             i64,
             Option<i64>,
             Option<i64>,
+            bool,
+            Option<i64>,
         );
-        let (added, _, _, held, current, oldest): Looked = self.query_pipeline(&pipe).await?;
+        let (added, _, _, held, current, oldest, earlier, upgraded): Looked =
+            self.query_pipeline(&pipe).await?;
         let (current, oldest) = (current.unwrap_or(0), oldest.unwrap_or(-1));
         // Room known only in the generation this commit wrote to.
         let room = if n == current { size - held } else { 1 };
-        self.see_generation(prefix, current, room, at);
+        // An earlier version's index that appeared since the last look
+        // starts the mixed period here: this commit's record stays in its
+        // generation, where that version does not look.
+        let mixed = mixed_until(earlier, upgraded, at);
+        self.see_generation(prefix, current, room, at, mixed);
         if n > current || n < oldest {
             if let Err(e) = self.trail_drop(prefix, n).await {
                 tracing::debug!(error = %e, "trail: removing a stray generation failed");
@@ -514,6 +686,8 @@ impl RedisStore {
             base(prefix),
             size.to_string(),
             kept.to_string(),
+            crate::time::now_ms().to_string(),
+            GRACE_MS.to_string(),
             n.to_string(),
         ];
         let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
@@ -521,7 +695,7 @@ impl RedisStore {
         match self.eval::<(i64, i64)>(&ROLL, &keys, &args).await {
             Ok((current, retired)) => {
                 let room = if current == n + 1 { size } else { 1 };
-                self.see_generation(prefix, current, room, crate::time::now_ms());
+                self.see_generation(prefix, current, room, crate::time::now_ms(), None);
                 if retired == 1 {
                     self.spawn_retire(prefix);
                 }
@@ -579,7 +753,12 @@ impl RedisStore {
             let () = self.query_pipeline(&pipe).await?;
         }
         let _: i64 = self
-            .query(redis::cmd("UNLINK").arg(&index).arg(&facts))
+            .query(
+                redis::cmd("UNLINK")
+                    .arg(&index)
+                    .arg(&facts)
+                    .arg(upgraded_key(prefix)),
+            )
             .await?;
         Ok(())
     }
@@ -589,6 +768,7 @@ impl RedisStore {
     /// next generation when the current one is full); then folds the events
     /// it found too long.
     async fn trail_batch(&self, batch: &[Note]) -> Result<(), Error> {
+        let now = crate::time::now_ms();
         let mut pipe = redis::pipe();
         let mut run: Option<redis::Cmd> = None;
         let mut run_of: Option<(&str, usize)> = None;
@@ -608,7 +788,10 @@ impl RedisStore {
                     .arg(base(&note.prefix))
                     .arg(size)
                     .arg(kept)
-                    .arg(crate::trail::COMPACT_BYTES);
+                    .arg(now)
+                    .arg(GRACE_MS)
+                    .arg(crate::trail::COMPACT_BYTES)
+                    .arg(note.max);
                 run = Some(cmd);
                 run_of = Some(this);
                 prefixes.push(&note.prefix);
@@ -625,7 +808,7 @@ impl RedisStore {
         if let Some(cmd) = run.take() {
             pipe.add_command(cmd);
         }
-        let written: Vec<(String, Vec<String>, i64)> = match self.query_pipeline(&pipe).await {
+        let written: Vec<(Vec<String>, i64, u64)> = match self.query_pipeline(&pipe).await {
             Err(e) if e.to_string().to_ascii_lowercase().contains("noscript") => {
                 let _: String = self
                     .query(redis::cmd("SCRIPT").arg("LOAD").arg(WRITE_SOURCE.as_str()))
@@ -634,13 +817,14 @@ impl RedisStore {
             }
             other => other?,
         };
-        for (prefix, (key, members, retired)) in prefixes.into_iter().zip(written) {
-            for m in members {
-                self.trail_compact(&key, &m).await?;
+        for (prefix, (long, retired, dropped)) in prefixes.into_iter().zip(written) {
+            for pair in long.chunks_exact(2) {
+                self.trail_compact(&pair[0], &pair[1]).await?;
             }
             if retired == 1 {
                 self.spawn_retire(prefix);
             }
+            self.trail_dropped(Dropped::NoRecord, dropped);
         }
         Ok(())
     }
@@ -676,211 +860,27 @@ impl RedisStore {
         };
         self.trail_batch(std::slice::from_ref(&item)).await
     }
-
-    /// Which generations readers look at now.
-    async fn trail_layout(&self, prefix: &str) -> Result<Layout, Error> {
-        let mut pipe = redis::pipe();
-        pipe.cmd("GET").arg(generation_key(prefix));
-        pipe.cmd("GET").arg(oldest_key(prefix));
-        let (current, oldest): (Option<i64>, Option<i64>) = self.query_pipeline(&pipe).await?;
-        let (current, oldest) = (current.unwrap_or(0), oldest.unwrap_or(-1));
-        Ok(Layout {
-            generations: oldest.max(current - REACH).max(0)..=current,
-            earlier: oldest < 0,
-        })
-    }
-
-    pub async fn trail_get(
-        &self,
-        prefix: &str,
-        source: &str,
-        event_id: &str,
-    ) -> Result<Option<crate::trail::Summary>, Error> {
-        let layout = self.trail_layout(prefix).await?;
-        let m = member(source, event_id);
-        let mut pipe = redis::pipe();
-        for hash in layout.hashes(prefix) {
-            pipe.cmd("HGET").arg(hash).arg(&m);
-        }
-        let texts: Vec<Option<String>> = self.query_pipeline(&pipe).await?;
-        let listed = if layout.earlier && texts.first().is_some_and(Option::is_none) {
-            let lists = earlier_keys(prefix).2;
-            self.query(
-                redis::cmd("LRANGE")
-                    .arg(format!("{lists}{m}"))
-                    .arg(0)
-                    .arg(-1),
-            )
-            .await?
-        } else {
-            Vec::new()
-        };
-        Ok(joined(&texts, &listed).and_then(crate::trail::Summary::fold))
-    }
-
-    /// Up to `count` members of index `key` before `before` (a score and a
-    /// member), newest first; members of one millisecond in reverse order.
-    async fn index_page(
-        &self,
-        key: &str,
-        before: Option<&(i64, String)>,
-        count: usize,
-    ) -> Result<Vec<(String, i64)>, Error> {
-        let max = before.map_or("+inf".to_owned(), |c| c.0.to_string());
-        let mut out = Vec::new();
-        let mut offset = 0usize;
-        while out.len() < count {
-            let page = count.saturating_sub(out.len()).max(16);
-            let mut cmd = redis::cmd("ZREVRANGEBYSCORE");
-            cmd.arg(key)
-                .arg(&max)
-                .arg("-inf")
-                .arg("WITHSCORES")
-                .arg("LIMIT")
-                .arg(offset)
-                .arg(page);
-            let members: Vec<(String, f64)> = self.query(&cmd).await?;
-            let n = members.len();
-            offset += n;
-            out.extend(
-                members
-                    .into_iter()
-                    .map(|(m, score)| (m, score as i64))
-                    .filter(|(m, score)| match before {
-                        Some((at, after)) if score == at => m < after,
-                        _ => true,
-                    }),
-            );
-            if n < page {
-                break;
-            }
-        }
-        out.truncate(count);
-        Ok(out)
-    }
-
-    /// Up to `count` events received before `before`, newest first, each
-    /// once. Members of one millisecond come in reverse order of
-    /// `source:event_id`.
-    pub async fn trail_scan(
-        &self,
-        prefix: &str,
-        before: Option<&Cursor>,
-        count: usize,
-    ) -> Result<Vec<Stored>, Error> {
-        let layout = self.trail_layout(prefix).await?;
-        let indexes = layout.indexes(prefix);
-        let hashes = layout.hashes(prefix);
-        let mut cursor = before.map(|c| (c.received_ms, member(&c.source, &c.event_id)));
-        let mut out = Vec::new();
-        while out.len() < count {
-            let want = count - out.len();
-            // (score, member, the index's place): newest first, and of one
-            // place in time the newest generation first.
-            let mut found: Vec<(i64, String, usize)> = Vec::new();
-            let mut more = false;
-            for (i, key) in indexes.iter().enumerate() {
-                let page = self.index_page(key, cursor.as_ref(), want).await?;
-                more |= page.len() == want;
-                found.extend(page.into_iter().map(|(m, score)| (score, m, i)));
-            }
-            found.sort_by(|a, b| (b.0, &b.1, b.2).cmp(&(a.0, &a.1, a.2)));
-            more |= found.len() > want;
-            found.truncate(want);
-            let Some((score, m, _)) = found.last() else {
-                break;
-            };
-            let next = (*score, m.clone());
-            let members: Vec<&str> = found.iter().map(|(_, m, _)| m.as_str()).collect();
-            // Where each member is listed everywhere, and its facts.
-            let mut pipe = redis::pipe();
-            for key in &indexes {
-                pipe.cmd("ZMSCORE").arg(key).arg(&members);
-            }
-            for hash in &hashes {
-                pipe.cmd("HMGET").arg(hash).arg(&members);
-            }
-            // Scores come as text, like the facts: one reply type for both.
-            let mut replies: Vec<Vec<Option<String>>> = self.query_pipeline(&pipe).await?;
-            let texts = replies.split_off(indexes.len().min(replies.len()));
-            // Events an earlier version wrote in lists: a second round
-            // trip, only when there are any.
-            let unhashed: Vec<usize> = (0..members.len())
-                .filter(|&j| {
-                    layout.earlier && texts.iter().all(|t| t.get(j).is_some_and(Option::is_none))
-                })
-                .collect();
-            let mut lists: Vec<Vec<String>> = Vec::new();
-            if !unhashed.is_empty() {
-                let prefix_of_lists = earlier_keys(prefix).2;
-                let mut pipe = redis::pipe();
-                for &j in &unhashed {
-                    pipe.cmd("LRANGE")
-                        .arg(format!("{prefix_of_lists}{}", members[j]))
-                        .arg(0)
-                        .arg(-1);
-                }
-                lists = self.query_pipeline(&pipe).await?;
-            }
-            for (j, (score, m, i)) in found.iter().enumerate() {
-                // Listed where it stands newest: its highest score, of one
-                // score the newest generation.
-                let best = replies
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(k, r)| {
-                        let s = r.get(j)?.as_deref()?.parse::<f64>().ok()?;
-                        Some((s as i64, k))
-                    })
-                    .max();
-                if best.is_some_and(|b| b != (*score, *i)) {
-                    continue;
-                }
-                let of_member: Vec<Option<String>> =
-                    texts.iter().map(|t| t.get(j).cloned().flatten()).collect();
-                let listed = unhashed
-                    .iter()
-                    .position(|&u| u == j)
-                    .and_then(|p| lists.get(p))
-                    .map_or(&[][..], Vec::as_slice);
-                let Some(summary) =
-                    joined(&of_member, listed).and_then(crate::trail::Summary::fold)
-                else {
-                    continue;
-                };
-                let Some((source, event_id)) = m.split_once(':') else {
-                    continue;
-                };
-                out.push(Stored {
-                    source: source.to_owned(),
-                    event_id: event_id.to_owned(),
-                    received_ms: *score,
-                    summary,
-                });
-            }
-            cursor = Some(next);
-            if !more {
-                break;
-            }
-        }
-        Ok(out)
-    }
-}
-
-/// An event's facts, oldest first: its texts in the hashes of
-/// [`Layout::hashes`] in order, the earlier versions' list standing for
-/// the first when that holds nothing; `None` when there are none.
-fn joined(texts: &[Option<String>], listed: &[String]) -> Option<Vec<Fact>> {
-    let mut facts: Vec<Fact> = listed.iter().flat_map(|l| facts_of(l)).collect();
-    for text in texts.iter().flatten() {
-        facts.extend(facts_of(text));
-    }
-    (!facts.is_empty() || texts.iter().any(Option::is_some)).then_some(facts)
 }
 
 #[cfg(test)]
 mod seen_tests {
-    use super::{CHECK_AFTER_MS, CHECK_EVERY, Seen};
+    use super::{CHECK_AFTER_MS, CHECK_EVERY, GRACE_MS, Seen, mixed_until};
+
+    #[test]
+    fn the_mixed_period_lasts_while_the_earlier_index_exists_and_the_grace_runs() {
+        let now = 10 * GRACE_MS;
+        assert_eq!(mixed_until(false, Some(now), now), None, "no earlier index");
+        assert_eq!(
+            mixed_until(true, None, now),
+            Some(now + GRACE_MS),
+            "first sight: the grace starts now"
+        );
+        assert_eq!(
+            mixed_until(true, Some(now - 1), now),
+            Some(now - 1 + GRACE_MS)
+        );
+        assert_eq!(mixed_until(true, Some(now - GRACE_MS), now), None, "over");
+    }
 
     /// How many of `commits` commits at time 0 read where the trail stands.
     fn looks(seen: &mut Seen, commits: u32) -> u32 {
