@@ -337,7 +337,12 @@ where
     match (request.method().clone(), request.uri().path()) {
         (Method::GET, "/dlq") => {
             let source = query_param(request.uri().query(), "source");
-            match dlq::list(&state.store, prefix, source.as_deref()).await {
+            match dlq::list(
+                &state.store,
+                prefix,
+                &runtime.config.store.encryption,
+                source.as_deref(),
+            ).await {
                 Ok(entries) => {
                     let list: Vec<dlq::Summary> = entries.iter().map(dlq::Dead::summary).collect();
                     json(StatusCode::OK, &serde_json::json!({ "entries": list }))

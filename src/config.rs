@@ -99,6 +99,7 @@ pub mod duration;
 mod generic;
 mod keys;
 mod raw;
+mod encryption;
 mod secrets;
 mod server;
 mod source;

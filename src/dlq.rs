@@ -41,7 +41,8 @@ use serde::Serialize;
 
 use crate::config::Config;
 use crate::delivery::{Attempt, Claimed, Gated, Steps};
-use crate::envelope::Envelope;
+use crate::envelope::{Envelope, Place};
+use crate::seal::Keyring;
 use crate::forward::Forwarder;
 use crate::metrics::Metrics;
 use crate::store::{self, Store, Stored};
@@ -83,6 +84,13 @@ pub struct Summary {
     pub dead_ms: Option<i64>,
     /// Seconds since hookgate received the event.
     pub age_secs: i64,
+    /// The key that sealed its payload (`None`: stored as it is).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sealed: Option<String>,
+    /// Why its payload does not open, when it does not: "cannot be opened
+    /// with the configured keys (key K)".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unopenable: Option<String>,
 }
 
 impl Dead {
@@ -99,6 +107,8 @@ impl Dead {
             received_ms: e.received_ms,
             dead_ms: e.dead_ms,
             age_secs: (crate::time::now_ms() - e.received_ms).max(0) / 1000,
+            sealed: e.sealed.clone(),
+            unopenable: e.unopenable().map(ToString::to_string),
         }
     }
 }
@@ -107,33 +117,41 @@ impl Dead {
 pub async fn list(
     store: &Store,
     prefix: &str,
+    keys: &Keyring,
     source: Option<&str>,
 ) -> Result<Vec<Dead>, store::Error> {
     Ok(store
         .dead_list(prefix, source)
         .await?
         .iter()
-        .filter_map(decode)
+        .filter_map(|s| decode(s, keys))
         .filter(|d| source.is_none_or(|s| d.envelope.source == s))
         .collect())
 }
 
 /// One dead letter by id.
-pub async fn get(store: &Store, prefix: &str, id: &str) -> Result<Dead, Error> {
+pub async fn get(store: &Store, prefix: &str, keys: &Keyring, id: &str) -> Result<Dead, Error> {
     store
         .dead_get(prefix, id)
         .await?
         .as_ref()
-        .and_then(decode)
+        .and_then(|s| decode(s, keys))
         .ok_or_else(|| Error::NotFound(id.to_owned()))
 }
 
-fn decode(s: &Stored) -> Option<Dead> {
-    match Envelope::decode(&s.envelope) {
-        Ok(envelope) => Some(Dead {
-            id: s.id.clone(),
-            envelope,
-        }),
+/// A dead letter as stored; one whose payload does not open is listed
+/// with its metadata (and logged once).
+fn decode(s: &Stored, keys: &Keyring) -> Option<Dead> {
+    match Envelope::decode(&s.envelope, keys, Place::DeadLetter) {
+        Ok(envelope) => {
+            if let Some(why) = envelope.unopenable() {
+                crate::seal::report(&envelope.source, &s.id, why);
+            }
+            Some(Dead {
+                id: s.id.clone(),
+                envelope,
+            })
+        }
         Err(e) => {
             tracing::warn!(dlq_id = %s.id, error = %e, "unreadable dead letter skipped");
             None
@@ -153,6 +171,9 @@ pub enum Replayed {
     StaleVersion,
     /// Another copy of the event is in flight right now; kept as it was.
     InFlight,
+    /// Its payload does not open with the configured keys (DESIGN §4b);
+    /// kept as it was, nothing sent.
+    Unopenable { error: String },
     /// The app did not take it; kept under `new_id` with the new error.
     Failed {
         error: String,
@@ -199,7 +220,12 @@ pub struct Replayer<'a> {
 impl Replayer<'_> {
     /// Replays one entry by id.
     pub async fn replay_id(&self, id: &str) -> Result<Replayed, Error> {
-        let dead = get(self.store, &self.config.store.key_prefix, id).await?;
+        let dead = get(
+            self.store,
+            &self.config.store.key_prefix,
+            &self.config.store.encryption,
+            id,
+        ).await?;
         self.replay(dead).await
     }
 
@@ -218,7 +244,12 @@ impl Replayer<'_> {
         source: Option<&str>,
         mut progress: impl FnMut(Progress<'_>),
     ) -> Result<Vec<(Dead, Replayed)>, Error> {
-        let entries = list(self.store, &self.config.store.key_prefix, source).await?;
+        let entries = list(
+            self.store,
+            &self.config.store.key_prefix,
+            &self.config.store.encryption,
+            source,
+        ).await?;
         let total = entries.len();
         progress(Progress::Listed { total });
         let mut out = Vec::with_capacity(total);
@@ -254,6 +285,12 @@ impl Replayer<'_> {
         let prefix = &self.config.store.key_prefix;
         let steps = self.steps();
         let mut envelope = dead.envelope;
+        if let Some(why) = envelope.unopenable() {
+            crate::seal::report(&envelope.source, &dead.id, why);
+            return Ok(Replayed::Unopenable {
+                error: why.to_string(),
+            });
+        }
         let gate = envelope.gate();
         let event = envelope.event(gate.as_ref());
 
@@ -320,7 +357,12 @@ impl Replayer<'_> {
         envelope.last_error = Some(error.clone());
         let new_id = self
             .store
-            .dead_replace(prefix, &dead.id, envelope.meta(), envelope.encode())
+            .dead_replace(
+                prefix,
+                &dead.id,
+                envelope.meta(),
+                envelope.encode(&self.config.store.encryption, Place::DeadLetter),
+            )
             .await?;
         let kept_as = new_id.clone().unwrap_or_else(|| dead.id.clone());
         if let Err(e) = self

@@ -13,6 +13,7 @@ use crate::config::{Delivery, Source};
 use crate::delivery::{Attempt, Event, Steps};
 use crate::forward;
 use crate::ordering::Gate;
+use crate::seal::{Binding, Keyring, Unopenable};
 use crate::time::now_ms;
 use crate::traces::{Parent, Span};
 use crate::trail::Mode;
@@ -55,6 +56,12 @@ pub enum HeaderText {
 /// hookgate knows about it. Stored as one value: the metadata as a JSON line,
 /// a newline, then the body bytes untouched (JSON escapes every newline in
 /// the metadata, so the first one ends it).
+///
+/// With `[store.encryption]` the payload (path and query, headers, body) is
+/// sealed ([`crate::seal`]): the metadata line names the key (`sealed`) and
+/// carries no path or header, and the bytes after it are the payload
+/// sealed for this record ([`Place`], source, event id, token), whose plain
+/// form is `{"uri":…,"headers":[…]}`, a newline, the body.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Envelope {
     /// Unique per envelope, so two copies of one event stay distinct members.
@@ -107,12 +114,63 @@ pub struct Envelope {
     /// exported then: its attempts and replays join that trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<String>,
+    /// The id of the key that sealed the stored payload; `None`: stored as
+    /// it is. Set by [`Envelope::decode`]; [`Envelope::encode`] seals with
+    /// the ring it is given, whatever this says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sealed: Option<String>,
     #[serde(skip)]
     pub body: Bytes,
+    /// The sealed payload as stored and why it did not open: written back
+    /// as it is, so nothing of it is lost.
+    #[serde(skip)]
+    closed: Option<(Bytes, Unopenable)>,
+}
+
+/// Where a stored envelope lives: what its sealed payload is bound to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// The queue, its retries included.
+    Queue,
+    /// The dead letters.
+    DeadLetter,
+}
+
+impl Place {
+    fn word(self) -> &'static str {
+        match self {
+            Place::Queue => "queue",
+            Place::DeadLetter => "dead_letter",
+        }
+    }
+}
+
+/// The sealed part's plain form, before the body.
+#[derive(Serialize)]
+struct Head<'a> {
+    uri: &'a str,
+    headers: &'a [(String, HeaderText)],
+}
+
+#[derive(Deserialize)]
+struct OwnedHead {
+    uri: String,
+    headers: Vec<(String, HeaderText)>,
 }
 
 fn signed_by_default() -> bool {
     true
+}
+
+/// `meta`'s JSON line, a newline, then `rest`.
+fn joined(meta: &Envelope, rest: &[u8]) -> Vec<u8> {
+    // Serializing plain strings and numbers cannot fail.
+    let line = serde_json::to_vec(meta).unwrap_or_default();
+    let mut out = Vec::with_capacity(line.len() + 1 + rest.len());
+    out.extend_from_slice(&line);
+    out.push(b'\n');
+    out.extend_from_slice(rest);
+    out
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -121,6 +179,8 @@ pub enum DecodeError {
     NoMetadata,
     #[error("metadata is not valid: {0}")]
     Metadata(String),
+    #[error("the opened payload is not valid: {0}")]
+    Payload(String),
 }
 
 /// What hookgate vouches for about a request it keeps.
@@ -184,7 +244,9 @@ impl Envelope {
             resource: r.gate.map(|g| g.resource.clone()),
             version: r.gate.map(|g| g.version.to_string()),
             trace: None,
+            sealed: None,
             body,
+            closed: None,
         }
     }
 
@@ -269,26 +331,133 @@ impl Envelope {
         }
     }
 
-    /// The stored form: JSON metadata, `\n`, body bytes.
-    pub fn encode(&self) -> Vec<u8> {
-        // Serializing plain strings and numbers cannot fail.
-        let meta = serde_json::to_vec(self).unwrap_or_default();
-        let mut out = Vec::with_capacity(meta.len() + 1 + self.body.len());
-        out.extend_from_slice(&meta);
-        out.push(b'\n');
-        out.extend_from_slice(&self.body);
-        out
+    /// What a sealed payload of this envelope in `kind` is bound to.
+    fn binding(&self, kind: Place) -> Binding<'_> {
+        Binding {
+            kind: kind.word(),
+            source: &self.source,
+            event_id: &self.event_id,
+            token: &self.token,
+        }
     }
 
-    pub fn decode(bytes: &[u8]) -> Result<Envelope, DecodeError> {
+    /// Why the stored payload did not open, when it did not: the envelope
+    /// then has no path, headers or body, and is never delivered.
+    pub fn unopenable(&self) -> Option<&Unopenable> {
+        self.closed.as_ref().map(|(_, why)| why)
+    }
+
+    /// The metadata alone, naming key `id`: what a sealed envelope's first
+    /// line holds.
+    fn shell(&self, id: &str) -> Envelope {
+        Envelope {
+            token: self.token.clone(),
+            source: self.source.clone(),
+            event_id: self.event_id.clone(),
+            event_type: self.event_type.clone(),
+            nonce_id: self.nonce_id.clone(),
+            type_signed: self.type_signed,
+            delivery: self.delivery.clone(),
+            method: self.method.clone(),
+            uri: String::new(),
+            headers: Vec::new(),
+            peer: self.peer,
+            signed_at: self.signed_at,
+            received_ms: self.received_ms,
+            attempts: self.attempts,
+            last_error: self.last_error.clone(),
+            last_attempt_ms: self.last_attempt_ms,
+            dead_ms: self.dead_ms,
+            due_ms: self.due_ms,
+            resource: self.resource.clone(),
+            version: self.version.clone(),
+            trace: self.trace.clone(),
+            sealed: Some(id.to_owned()),
+            body: Bytes::new(),
+            closed: None,
+        }
+    }
+
+    /// The stored form for `kind`: JSON metadata, `\n`, then the body, or
+    /// the payload sealed under the first key of `keys` when there is one.
+    /// A payload that did not open is written back as it was stored.
+    pub fn encode(&self, keys: &Keyring, kind: Place) -> Vec<u8> {
+        if let (Some((blob, _)), Some(id)) = (&self.closed, &self.sealed) {
+            return joined(&self.shell(id), blob);
+        }
+        if keys.sealing().is_none() {
+            if self.sealed.is_some() {
+                let mut plain = self.clone();
+                plain.sealed = None;
+                return joined(&plain, &plain.body);
+            }
+            return joined(self, &self.body);
+        }
+        let head = Head {
+            uri: &self.uri,
+            headers: &self.headers,
+        };
+        // Serializing plain strings cannot fail.
+        let mut plain = serde_json::to_vec(&head).unwrap_or_default();
+        plain.push(b'\n');
+        plain.extend_from_slice(&self.body);
+        match keys.seal(self.binding(kind), &plain) {
+            Some((id, blob)) => joined(&self.shell(id), &blob),
+            None => joined(self, &self.body),
+        }
+    }
+
+    /// Reads a stored envelope of `kind`, opening a sealed payload with
+    /// `keys`. A payload that does not open is not an error: the envelope
+    /// comes back with its metadata and [`Envelope::unopenable`] says why.
+    pub fn decode(bytes: &[u8], keys: &Keyring, kind: Place) -> Result<Envelope, DecodeError> {
         let split = bytes
             .iter()
             .position(|b| *b == b'\n')
             .ok_or(DecodeError::NoMetadata)?;
         let mut envelope: Envelope = serde_json::from_slice(&bytes[..split])
             .map_err(|e| DecodeError::Metadata(e.to_string()))?;
-        envelope.body = Bytes::copy_from_slice(&bytes[split + 1..]);
+        let rest = &bytes[split + 1..];
+        let Some(id) = envelope.sealed.clone() else {
+            envelope.body = Bytes::copy_from_slice(rest);
+            return Ok(envelope);
+        };
+        let plain = match keys.open(&id, envelope.binding(kind), rest) {
+            Ok(plain) => plain,
+            Err(why) => {
+                envelope.closed = Some((Bytes::copy_from_slice(rest), why));
+                return Ok(envelope);
+            }
+        };
+        let split = plain
+            .iter()
+            .position(|b| *b == b'\n')
+            .ok_or_else(|| DecodeError::Payload("no newline".to_owned()))?;
+        let head: OwnedHead = serde_json::from_slice(&plain[..split])
+            .map_err(|e| DecodeError::Payload(e.to_string()))?;
+        envelope.uri = head.uri;
+        envelope.headers = head.headers;
+        let mut body = plain;
+        body.drain(..=split);
+        envelope.body = Bytes::from(body);
         Ok(envelope)
+    }
+
+    /// The key id a stored value names (`None`: stored as it is), read from
+    /// its metadata line alone.
+    pub fn sealed_with(bytes: &[u8]) -> Result<Option<String>, DecodeError> {
+        #[derive(Deserialize)]
+        struct Sealed {
+            #[serde(default)]
+            sealed: Option<String>,
+        }
+        let split = bytes
+            .iter()
+            .position(|b| *b == b'\n')
+            .ok_or(DecodeError::NoMetadata)?;
+        let meta: Sealed = serde_json::from_slice(&bytes[..split])
+            .map_err(|e| DecodeError::Metadata(e.to_string()))?;
+        Ok(meta.sealed)
     }
 
     /// The version gate position, when the source had one.

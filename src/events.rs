@@ -87,7 +87,7 @@ pub async fn show(
     };
     let now = crate::time::now_ms();
     let dead_letters = if store.keeps_queue() {
-        dlq::list(store, prefix, Some(source))
+        dlq::list(store, prefix, &config.store.encryption, Some(source))
             .await?
             .iter()
             .filter(|d| d.envelope.event_id == event_id)

@@ -36,7 +36,8 @@
 //!   attempt (re-signed when the source asks), commit or release; forward
 //!   mode, the queue workers and replays all call it.
 //! - [`forward`]: the keep-alive HTTP/1.1 client to the app, header hygiene, timeouts.
-//! - [`envelope`]: a verified request as kept for later (queue, dead letters).
+//! - [`envelope`]: a verified request as kept for later (queue, dead letters),
+//!   its payload sealed with [`seal`]'s keyring when `[store.encryption]` is set.
 //! - [`queue`]: queue delivery: the workers over the store's queue.
 //! - [`dlq`]: dead letters: what the app could not take, and replay.
 //! - [`pipeline`]: the DESIGN §3 order, top to bottom, ending in one [`outcome::Outcome`].
@@ -84,6 +85,7 @@ pub mod queue;
 pub mod reload;
 pub mod route;
 pub mod scheme;
+pub mod seal;
 pub mod secret;
 pub mod server;
 pub mod state;

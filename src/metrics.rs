@@ -43,6 +43,12 @@ pub struct SourceRule {
     pub rule: String,
 }
 
+/// `hookgate_store_payloads`: a key id, or `plaintext`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KeyLabel {
+    pub key: String,
+}
+
 /// Why a trail write did not land: `queue_full`, `failed`, `no_record`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReasonLabel {
@@ -143,6 +149,12 @@ pub struct Metrics {
     /// Trail writes that did not land, by reason (beyond DESIGN §7; the
     /// trail's facts on Redis are written off the request's path).
     pub trail_writes_dropped: Family<ReasonLabel, Counter>,
+    /// Stored payloads that do not open with the configured keys, each
+    /// counted once per process (DESIGN §4b).
+    pub store_unopenable: Family<SourceLabel, Counter>,
+    /// Stored payloads by the key that sealed them (`plaintext`: none),
+    /// refreshed every minute while `[store.encryption]` is set.
+    pub store_payloads: Family<KeyLabel, Gauge>,
     pub config_reloads: Family<ReloadResult, Counter>,
     /// Console sign-ins refused for a wrong admin token.
     pub console_signin_failures: Counter,
@@ -315,6 +327,18 @@ impl Metrics {
             "Trail facts not written, by reason: queue_full, failed (the store refused the write), no_record (no record of the event to append to)",
             trail_writes_dropped.clone(),
         );
+        let store_unopenable = Family::<SourceLabel, Counter>::default();
+        registry.register(
+            "hookgate_store_unopenable",
+            "Stored payloads (queue entries, dead letters) that do not open with the configured keys: kept, not delivered",
+            store_unopenable.clone(),
+        );
+        let store_payloads = Family::<KeyLabel, Gauge>::default();
+        registry.register(
+            "hookgate_store_payloads",
+            "Stored payloads (queue entries, dead letters) by the key that sealed them; plaintext for unsealed ones",
+            store_payloads.clone(),
+        );
         let console_signin_failures = Counter::default();
         registry.register(
             "hookgate_console_signin_failures",
@@ -409,6 +433,8 @@ impl Metrics {
             store_errors,
             replication_timeouts,
             trail_writes_dropped,
+            store_unopenable,
+            store_payloads,
             config_reloads,
             console_signin_failures,
             key_fetch_failures,

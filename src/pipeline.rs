@@ -26,7 +26,7 @@ use sha2::{Digest, Sha256};
 use crate::config::{Delivery, OnStoreError, Source, Unmatched, Verification};
 use crate::delivery::{Attempt, Claimed, Event, Gated, Lease, Steps, trail_attempt};
 use crate::dlq;
-use crate::envelope::{Envelope, Received};
+use crate::envelope::{Envelope, Place, Received};
 use crate::forward::{self, Mark};
 use crate::ordering::Gate;
 use crate::outcome::{Body, Outcome};
@@ -570,7 +570,7 @@ async fn enqueue(
         .enqueue(
             &steps.config.store.key_prefix,
             envelope.meta(),
-            envelope.encode(),
+            envelope.encode(&steps.config.store.encryption, Place::Queue),
             Some((nonce.key(), steps.config.store.nonce_ttl)),
             steps.note_of(event, facts),
         )
@@ -629,7 +629,12 @@ async fn count_failure(state: &State, runtime: &Runtime, mut envelope: Envelope,
     envelope.dead_ms = envelope.last_attempt_ms;
     match state
         .store
-        .bury(prefix, None, envelope.meta(), envelope.encode())
+        .bury(
+            prefix,
+            None,
+            envelope.meta(),
+            envelope.encode(&runtime.config.store.encryption, Place::DeadLetter),
+        )
         .await
     {
         Ok(id) => {

@@ -35,7 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{Delivery, Source};
 use crate::delivery::{Attempt, Gated, Steps};
-use crate::envelope::Envelope;
+use crate::envelope::{Envelope, Place};
 use crate::state::State;
 use crate::store::{self, Stored, keys};
 use crate::time::now_ms;
@@ -46,6 +46,9 @@ pub const POLL: Duration = Duration::from_millis(100);
 /// When another event of the same resource is being delivered, try again
 /// after this (not counted as an attempt).
 const ORDER_WAIT: Duration = Duration::from_secs(1);
+/// An entry whose payload does not open with the configured keys is looked
+/// at again after this (not counted as an attempt).
+const UNOPENABLE_WAIT: Duration = Duration::from_secs(30);
 /// How long a worker waits after a failed round (store down) before the next.
 const ERROR_BACKOFF: Duration = Duration::from_secs(1);
 /// How often the supervisor looks for queue sources added by a reload.
@@ -500,7 +503,9 @@ impl Removing {
 impl Job {
     async fn run(self) {
         let id = self.entry.id.clone();
-        let mut envelope = match Envelope::decode(&self.entry.envelope) {
+        let runtime = self.state.runtime();
+        let keys = &runtime.config.store.encryption;
+        let mut envelope = match Envelope::decode(&self.entry.envelope, keys, Place::Queue) {
             Ok(e) => e,
             Err(e) => {
                 tracing::error!(source = %self.source.name, entry = %id, error = %e, "queue entry unreadable; removed");
@@ -508,7 +513,13 @@ impl Job {
                 return;
             }
         };
-        let runtime = self.state.runtime();
+        if let Some(why) = envelope.unopenable() {
+            // Kept where it is, no attempt spent: adding its key back (a
+            // reload) delivers it on a later round.
+            crate::seal::report(&self.source.name, &id, why);
+            self.park(&id, &envelope, UNOPENABLE_WAIT, None).await;
+            return;
+        }
         let steps = Steps {
             config: &runtime.config,
             store: &self.state.store,
@@ -722,7 +733,7 @@ impl Job {
                 &self.prefix,
                 id,
                 envelope.meta(),
-                envelope.encode(),
+                envelope.encode(&self.state.runtime().config.store.encryption, Place::Queue),
                 delay,
                 note,
             )
@@ -741,7 +752,15 @@ impl Job {
         let r = self
             .state
             .store
-            .bury(&self.prefix, Some(id), envelope.meta(), envelope.encode())
+            .bury(
+                &self.prefix,
+                Some(id),
+                envelope.meta(),
+                envelope.encode(
+                    &self.state.runtime().config.store.encryption,
+                    Place::DeadLetter,
+                ),
+            )
             .await;
         match r {
             Ok(dead_id) => {

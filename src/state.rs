@@ -65,6 +65,7 @@ impl State {
             None => None,
         };
         let metrics = Metrics::new();
+        crate::seal::count_unopenable(metrics.store_unopenable.clone());
         match &store {
             Store::Redis(redis) => {
                 redis.count_replication_timeouts(metrics.replication_timeouts.clone());

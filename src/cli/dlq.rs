@@ -20,7 +20,7 @@ pub async fn dlq(path: &Path, action: DlqAction) -> ExitCode {
     }
     let prefix = &config.store.key_prefix;
     match action {
-        DlqAction::List { source } => match dlq::list(&store, prefix, source.as_deref()).await {
+        DlqAction::List { source } => match dlq::list(&store, prefix, &config.store.encryption, source.as_deref()).await {
             Ok(entries) if entries.is_empty() => {
                 println!("no dead letters");
                 ExitCode::SUCCESS
@@ -34,7 +34,7 @@ pub async fn dlq(path: &Path, action: DlqAction) -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        DlqAction::Show { id } => match dlq::get(&store, prefix, &id).await {
+        DlqAction::Show { id } => match dlq::get(&store, prefix, &config.store.encryption, &id).await {
             Ok(dead) => {
                 print_entry(&dead);
                 ExitCode::SUCCESS
@@ -108,6 +108,10 @@ pub async fn dlq(path: &Path, action: DlqAction) -> ExitCode {
                     Replayed::InFlight => {
                         failed += 1;
                         println!("{id}: a copy of this event is in flight right now; kept")
+                    }
+                    Replayed::Unopenable { error } => {
+                        failed += 1;
+                        println!("{id}: {error}; kept, nothing sent")
                     }
                     Replayed::Failed { error, new_id } => {
                         failed += 1;
@@ -205,7 +209,9 @@ fn print_list(entries: &[crate::dlq::Dead]) {
                 ))
                 .to_string()
                 .replace(' ', ""),
-                s.last_error.unwrap_or_else(|| "-".into()),
+                s.unopenable
+                    .or(s.last_error)
+                    .unwrap_or_else(|| "-".into()),
             ]
         })
         .collect();
@@ -243,6 +249,13 @@ fn print_entry(dead: &crate::dlq::Dead) {
     }
     if let Some(ms) = e.dead_ms {
         println!("dead letter since: {}", time(ms));
+    }
+    if let Some(key) = &e.sealed {
+        println!("sealed with key: {key}");
+    }
+    if let Some(why) = e.unopenable() {
+        println!("payload: {why}; kept, nothing sent");
+        return;
     }
     println!("request: {} {}", e.method, e.uri);
     println!("headers:");

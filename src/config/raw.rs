@@ -110,6 +110,22 @@ pub(super) struct RawStore {
     pub replica_timeout: Option<Spanned<String>>,
     pub path: Option<Spanned<String>>,
     pub sync: Option<Spanned<String>>,
+    pub encryption: Option<Spanned<RawEncryption>>,
+}
+
+/// `[store.encryption]`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawEncryption {
+    pub keys: Option<Spanned<Vec<Spanned<RawStoreKey>>>>,
+}
+
+/// One entry of `[store.encryption] keys`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawStoreKey {
+    pub id: Option<Spanned<String>>,
+    pub key: Option<Spanned<RawSecret>>,
 }
 
 #[derive(Deserialize)]

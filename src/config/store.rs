@@ -80,6 +80,10 @@ pub struct Store {
     /// 1-based line of `store.master`, so `hookgate check` can point at it
     /// when the sentinels know no such master.
     pub master_line: Option<usize>,
+    /// `[store.encryption]`: the keys that seal stored payloads (DESIGN
+    /// §4b), the sealing one first; empty when payloads are stored as they
+    /// are. The memory store keeps nothing at rest and ignores them.
+    pub encryption: crate::seal::Keyring,
 }
 
 /// `url` with the password of its userinfo (or the whole userinfo when it
@@ -274,6 +278,7 @@ pub(super) fn build_store(c: &mut Check<'_>, raw: Option<&Spanned<RawStore>>) ->
         DEFAULT_MEMORY_MAX_ENTRIES,
     );
     let (min_replicas, replica_timeout) = replication(c, r, kind);
+    let encryption = super::encryption::keyring(c, r.and_then(|r| r.encryption.as_ref()));
     let store = match (
         store_kind.filter(|_| sentinel_keys_ok && sqlite_keys_ok),
         nonce_ttl,
@@ -281,6 +286,7 @@ pub(super) fn build_store(c: &mut Check<'_>, raw: Option<&Spanned<RawStore>>) ->
         memory_max_entries,
         min_replicas,
         replica_timeout,
+        encryption,
     ) {
         (
             Some(kind),
@@ -289,6 +295,7 @@ pub(super) fn build_store(c: &mut Check<'_>, raw: Option<&Spanned<RawStore>>) ->
             Some(memory_max_entries),
             Some(min_replicas),
             Some(replica_timeout),
+            Some(encryption),
         ) => Some(Store {
             kind,
             nonce_ttl,
@@ -299,6 +306,7 @@ pub(super) fn build_store(c: &mut Check<'_>, raw: Option<&Spanned<RawStore>>) ->
             master_line: r
                 .and_then(|r| r.master.as_ref())
                 .map(|m| c.lines.line(m.span().start)),
+            encryption,
         }),
         _ => None,
     };

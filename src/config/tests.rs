@@ -3121,3 +3121,5 @@ max_cooldown = "10s"
         "must be at least breaker.cooldown",
     );
 }
+
+mod encryption;

@@ -73,7 +73,7 @@ pub async fn overview(state: &Arc<State>, console: &Console, session: &Session) 
     let mut dead_by_source: BTreeMap<String, usize> = BTreeMap::new();
     if keeps
         && let Ok(Ok(all)) =
-            tokio::time::timeout(STORE_WAIT, dlq::list(&state.store, prefix, None)).await
+            tokio::time::timeout(STORE_WAIT, dlq::list(&state.store, prefix, &config.store.encryption, None)).await
     {
         for d in all {
             *dead_by_source.entry(d.envelope.source).or_default() += 1;
@@ -364,7 +364,12 @@ pub async fn event(
     }
     let dead_letter = match shown.store.dead_letters.first() {
         Some(summary) if state.store.keeps_queue() => {
-            match dlq::get(&state.store, &config.store.key_prefix, &summary.id).await {
+            match dlq::get(
+                &state.store,
+                &config.store.key_prefix,
+                &config.store.encryption,
+                &summary.id,
+            ).await {
                 Ok(dead) => Some(dead_entry(&dead)),
                 Err(_) => None,
             }
@@ -435,7 +440,10 @@ fn dead_entry(dead: &Dead) -> DeadEntry {
                 )
             })
             .collect(),
-        body_preview: String::from_utf8_lossy(shown).into_owned(),
+        body_preview: match e.unopenable() {
+            Some(why) => format!("({why}; kept, nothing sent)"),
+            None => String::from_utf8_lossy(shown).into_owned(),
+        },
         body_len: e.body.len(),
         truncated: e.body.len() > BODY_PREVIEW,
     }
@@ -459,7 +467,12 @@ pub async fn dead_letters(
     }
     let all = match tokio::time::timeout(
         STORE_WAIT,
-        dlq::list(&state.store, &config.store.key_prefix, None),
+        dlq::list(
+            &state.store,
+            &config.store.key_prefix,
+            &config.store.encryption,
+            None,
+        ),
     )
     .await
     {
@@ -514,6 +527,9 @@ pub async fn dead_letters(
             "already_delivered" => format!("{id}: already delivered by a sender retry; removed."),
             "stale_version" => format!("{id}: the app has this version or a newer one; removed."),
             "in_flight" => format!("{id}: a copy of this event is in flight right now; kept."),
+            "unopenable" => format!(
+                "{id}: its payload cannot be opened with the configured keys; kept, nothing sent."
+            ),
             "failed" => format!("{id}: the app did not take it; kept."),
             _ => format!("{id}: no such dead letter (already replayed?)."),
         }),
@@ -550,6 +566,7 @@ pub async fn replay_one(state: &Arc<State>, form: &[(String, String)]) -> Respon
         Ok(Replayed::AlreadyDelivered) => "already_delivered",
         Ok(Replayed::StaleVersion) => "stale_version",
         Ok(Replayed::InFlight) => "in_flight",
+        Ok(Replayed::Unopenable { .. }) => "unopenable",
         Ok(Replayed::Failed { .. }) => "failed",
         Err(dlq::Error::NotFound(_)) => "not_found",
         Err(e) => {
