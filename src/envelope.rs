@@ -546,18 +546,100 @@ mod tests {
         e
     }
 
+    fn ring(keys: &[(&str, u8)]) -> Keyring {
+        Keyring::new(
+            keys.iter()
+                .map(|(id, b)| ((*id).to_owned(), [*b; crate::seal::KEY_BYTES]))
+                .collect(),
+        )
+    }
+
     #[test]
     fn envelopes_keep_binary_bodies_and_odd_headers() {
         let body = b"\x00\xff\n{\"a\":1}\n\r\n";
         let e = envelope(body);
-        let back = Envelope::decode(&e.encode()).expect("decode");
-        assert_eq!(back, e);
-        assert_eq!(&back.body[..], body);
-        let headers = back.header_map();
-        assert_eq!(
-            headers.get("x-odd").map(|v| v.as_bytes()),
-            Some(&b"\xff"[..])
+        for keys in [Keyring::default(), ring(&[("k1", 1)])] {
+            let back = Envelope::decode(&e.encode(&keys, Place::Queue), &keys, Place::Queue)
+                .expect("decode");
+            assert_eq!(back.sealed.as_deref(), keys.sealing());
+            assert_eq!(Envelope { sealed: None, ..back.clone() }, e);
+            assert_eq!(&back.body[..], body);
+            let headers = back.header_map();
+            assert_eq!(
+                headers.get("x-odd").map(|v| v.as_bytes()),
+                Some(&b"\xff"[..])
+            );
+        }
+        let none = Keyring::default();
+        assert!(Envelope::decode(b"no newline", &none, Place::Queue).is_err());
+    }
+
+    #[test]
+    fn a_sealed_envelope_shows_its_metadata_and_nothing_of_its_payload() {
+        let mut e = envelope(b"{\"card\":\"4242-MARKER\"}");
+        e.headers.push((
+            "x-customer".into(),
+            HeaderText::Text("MARKER@example.com".into()),
+        ));
+        e.uri = "/hooks/s?email=MARKER".into();
+        let keys = ring(&[("2026-12", 1)]);
+        let stored = e.encode(&keys, Place::Queue);
+        assert!(
+            !stored.windows(6).any(|w| w == b"MARKER"),
+            "{}",
+            String::from_utf8_lossy(&stored)
         );
-        assert!(Envelope::decode(b"no newline").is_err());
+        let text = String::from_utf8_lossy(&stored);
+        assert!(text.contains(r#""event_id":"evt_1""#), "{text}");
+        assert!(text.contains(r#""sealed":"2026-12""#), "{text}");
+        assert_eq!(
+            Envelope::sealed_with(&stored).expect("meta").as_deref(),
+            Some("2026-12")
+        );
+        // Opens only as what it was written for.
+        let dead = Envelope::decode(&stored, &keys, Place::DeadLetter).expect("meta");
+        assert_eq!(
+            dead.unopenable(),
+            Some(&Unopenable::Refused("2026-12".into()))
+        );
+        // A retired key's payload opens with the key listed second, and is
+        // written back under the first.
+        let rotated = ring(&[("2027-06", 2), ("2026-12", 1)]);
+        let back = Envelope::decode(&stored, &rotated, Place::Queue).expect("decode");
+        assert!(back.unopenable().is_none());
+        assert_eq!(back.uri, e.uri);
+        let again = back.encode(&rotated, Place::Queue);
+        assert_eq!(
+            Envelope::sealed_with(&again).expect("meta").as_deref(),
+            Some("2027-06")
+        );
+    }
+
+    #[test]
+    fn a_payload_that_does_not_open_is_written_back_as_it_was() {
+        let keys = ring(&[("old", 1)]);
+        let stored = envelope(b"body").encode(&keys, Place::Queue);
+        let mut flipped = stored.clone();
+        let last = flipped.len() - 1;
+        flipped[last] ^= 0x80;
+        let other = ring(&[("new", 2)]);
+        for (bytes, ring, why) in [
+            (&stored, &other, Unopenable::NoKey("old".into())),
+            (&flipped, &keys, Unopenable::Refused("old".into())),
+        ] {
+            let mut e = Envelope::decode(bytes, ring, Place::Queue).expect("meta");
+            assert_eq!(e.unopenable(), Some(&why));
+            assert!(e.body.is_empty() && e.headers.is_empty());
+            e.attempts = 3;
+            let back = e.encode(ring, Place::Queue);
+            let rest = |b: &[u8]| b[b.iter().position(|c| *c == b'\n').expect("nl")..].to_vec();
+            assert_eq!(rest(&back), rest(bytes), "the sealed part unchanged");
+            // Adding the key back makes it whole.
+            let whole = Envelope::decode(&back, &keys, Place::Queue).expect("decode");
+            if why == Unopenable::NoKey("old".into()) {
+                assert_eq!(&whole.body[..], b"body");
+                assert_eq!(whole.attempts, 3);
+            }
+        }
     }
 }

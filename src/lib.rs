@@ -326,7 +326,8 @@ pub fn open_store(config: &config::Config) -> Result<store::Store, store::Error>
             store::Store::memory(max, per_source)
         }
         config::StoreKind::Sqlite { path, sync } => {
-            store::Store::sqlite(path, *sync, &config.key_prefix)?
+            let sealed = config.encryption.sealing().is_some();
+            store::Store::sqlite(path, *sync, &config.key_prefix, sealed)?
         }
         config::StoreKind::Redis { url } => store::Store::redis(url)?,
         config::StoreKind::RedisCluster { urls } => store::Store::redis_cluster(urls)?,

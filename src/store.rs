@@ -184,8 +184,13 @@ impl Store {
 
     /// The SQLite file at `path`; see [`sqlite::SqliteStore::open`] (opens
     /// the file and brings its schema up to date).
-    pub fn sqlite(path: &std::path::Path, sync: sqlite::Sync, prefix: &str) -> Result<Self, Error> {
-        sqlite::SqliteStore::open(path, sync, prefix).map(Store::Sqlite)
+    pub fn sqlite(
+        path: &std::path::Path,
+        sync: sqlite::Sync,
+        prefix: &str,
+        secure_delete: bool,
+    ) -> Result<Self, Error> {
+        sqlite::SqliteStore::open(path, sync, prefix, secure_delete).map(Store::Sqlite)
     }
 
     /// Makes the writes that back a promise wait for `replication` (Redis

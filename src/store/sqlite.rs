@@ -101,7 +101,10 @@ impl SqliteStore {
     /// up to date, on the writer thread; waits for that thread's word. Fails
     /// on a file that is not a database, a newer schema, or a directory that
     /// cannot be written. `prefix` is the one the other modules build keys with.
-    pub fn open(path: &Path, sync: Sync, prefix: &str) -> Result<Self, Error> {
+    /// `secure_delete` (on with `[store.encryption]`) zeroes what the writer
+    /// deletes or rewrites, so no readable copy of a payload stays in the
+    /// file's free pages.
+    pub fn open(path: &Path, sync: Sync, prefix: &str, secure_delete: bool) -> Result<Self, Error> {
         let (jobs, receiver) = mpsc::channel::<Job>();
         let (ready, started) = mpsc::channel::<Result<(), Error>>();
         let observers: writer::Observers = Arc::new(OnceLock::new());
@@ -110,7 +113,7 @@ impl SqliteStore {
         std::thread::Builder::new()
             .name("sqlite-writer".into())
             .spawn(move || {
-                let conn = match open_writer(&thread_path) {
+                let conn = match open_writer(&thread_path, secure_delete) {
                     Ok(conn) => conn,
                     Err(e) => {
                         let _ = ready.send(Err(e));
@@ -718,7 +721,7 @@ impl SqliteStore {
 }
 
 /// Opens the writer's connection: WAL mode, the schema brought up to date.
-fn open_writer(path: &Path) -> Result<Connection, Error> {
+fn open_writer(path: &Path, secure_delete: bool) -> Result<Connection, Error> {
     let where_ = path.display();
     let mut conn = connection(
         path,
@@ -730,6 +733,10 @@ fn open_writer(path: &Path) -> Result<Connection, Error> {
     let mode: String = conn
         .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
         .map_err(|e| Error::Unavailable(format!("sqlite: {where_}: {e}")))?;
+    if secure_delete {
+        conn.pragma_update(None, "secure_delete", "ON")
+            .map_err(|e| Error::Unavailable(format!("sqlite: {where_}: {e}")))?;
+    }
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(Error::Unavailable(format!(
             "sqlite: {where_}: the file stays in {mode} mode; WAL is needed (is it on a network filesystem?)"
