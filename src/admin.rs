@@ -342,7 +342,9 @@ where
                 prefix,
                 &runtime.config.store.encryption,
                 source.as_deref(),
-            ).await {
+            )
+            .await
+            {
                 Ok(entries) => {
                     let list: Vec<dlq::Summary> = entries.iter().map(dlq::Dead::summary).collect();
                     json(StatusCode::OK, &serde_json::json!({ "entries": list }))

@@ -6,6 +6,7 @@ pub mod events;
 pub mod filter;
 pub mod sign;
 pub mod sources;
+pub mod store;
 
 use std::path::{Path, PathBuf};
 
@@ -104,6 +105,30 @@ pub enum Command {
         config: Option<PathBuf>,
         #[command(subcommand)]
         action: SourcesAction,
+    },
+    /// What the store keeps at rest: payloads by sealing key, and their
+    /// rewrite under the first key of `[store.encryption]`.
+    Store {
+        /// The config file naming the store and its keys, e.g. `--config
+        /// hookgate.toml` (also from $HOOKGATE_CONFIG).
+        #[arg(long, env = "HOOKGATE_CONFIG", global = true)]
+        config: Option<PathBuf>,
+        #[command(subcommand)]
+        action: StoreAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StoreAction {
+    /// Rewrite every stored payload (queue entries, dead letters; plaintext
+    /// ones included) under the first key of `[store.encryption]`, beside a
+    /// running server, in pages; safe to interrupt and run again. Prints
+    /// what remains under each key, e.g.
+    /// `hookgate store rekey --config hookgate.toml --dry-run`.
+    Rekey {
+        /// Count what would be rewritten and change nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
 }
 

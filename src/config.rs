@@ -96,10 +96,10 @@ use std::path::Path;
 
 mod check;
 pub mod duration;
+mod encryption;
 mod generic;
 mod keys;
 mod raw;
-mod encryption;
 mod secrets;
 mod server;
 mod source;

@@ -42,9 +42,9 @@ use serde::Serialize;
 use crate::config::Config;
 use crate::delivery::{Attempt, Claimed, Gated, Steps};
 use crate::envelope::{Envelope, Place};
-use crate::seal::Keyring;
 use crate::forward::Forwarder;
 use crate::metrics::Metrics;
+use crate::seal::Keyring;
 use crate::store::{self, Store, Stored};
 use crate::trail::{Fact, Mode, State};
 
@@ -225,7 +225,8 @@ impl Replayer<'_> {
             &self.config.store.key_prefix,
             &self.config.store.encryption,
             id,
-        ).await?;
+        )
+        .await?;
         self.replay(dead).await
     }
 
@@ -249,7 +250,8 @@ impl Replayer<'_> {
             &self.config.store.key_prefix,
             &self.config.store.encryption,
             source,
-        ).await?;
+        )
+        .await?;
         let total = entries.len();
         progress(Progress::Listed { total });
         let mut out = Vec::with_capacity(total);

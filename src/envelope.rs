@@ -562,7 +562,13 @@ mod tests {
             let back = Envelope::decode(&e.encode(&keys, Place::Queue), &keys, Place::Queue)
                 .expect("decode");
             assert_eq!(back.sealed.as_deref(), keys.sealing());
-            assert_eq!(Envelope { sealed: None, ..back.clone() }, e);
+            assert_eq!(
+                Envelope {
+                    sealed: None,
+                    ..back.clone()
+                },
+                e
+            );
             assert_eq!(&back.body[..], body);
             let headers = back.header_map();
             assert_eq!(

@@ -82,6 +82,7 @@ pub mod pace;
 pub mod pause;
 pub mod pipeline;
 pub mod queue;
+pub mod rekey;
 pub mod reload;
 pub mod route;
 pub mod scheme;
@@ -196,6 +197,7 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
         shutdown.clone(),
     ));
     let store_gauges = tokio::spawn(watch_store(Arc::clone(&state), shutdown.clone()));
+    let payloads = tokio::spawn(rekey::refresh_gauge(Arc::clone(&state), shutdown.clone()));
 
     let public = {
         let state = Arc::clone(&state);
@@ -268,6 +270,7 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
     }
     let _ = depths.await;
     let _ = store_gauges.await;
+    let _ = payloads.await;
     admin_shutdown.cancel();
     let _ = admin.await;
     // Spans of the drain's last requests, deliveries and replays.

@@ -64,6 +64,10 @@ fn main() -> ExitCode {
             Ok(config) => block_on(cli::sources::sources(&config, action)),
             Err(code) => code,
         },
+        Command::Store { config, action } => match given(config, "store") {
+            Ok(config) => block_on(cli::store::store(&config, action)),
+            Err(code) => code,
+        },
         Command::Dlq { config, action } => match given(config, "dlq") {
             Ok(config) => block_on(cli::dlq::dlq(&config, action)),
             Err(code) => code,

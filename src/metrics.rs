@@ -221,6 +221,15 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// Sets `hookgate_store_payloads{key}`.
+    pub fn store_payloads(&self, key: &str, count: u64) {
+        self.store_payloads
+            .get_or_create(&KeyLabel {
+                key: key.to_owned(),
+            })
+            .set(i64::try_from(count).unwrap_or(i64::MAX));
+    }
+
     pub fn new() -> Self {
         let mut registry = Registry::default();
         let requests = Family::<SourceOutcome, Counter>::default();

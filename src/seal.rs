@@ -179,7 +179,13 @@ impl Keyring {
         let nonce = XNonce::try_from(nonce).map_err(|_| Unopenable::Refused(id.to_owned()))?;
         let aad = to.associated_data();
         key.cipher
-            .decrypt(&nonce, Payload { msg: text, aad: &aad })
+            .decrypt(
+                &nonce,
+                Payload {
+                    msg: text,
+                    aad: &aad,
+                },
+            )
             .map_err(|_| Unopenable::Refused(id.to_owned()))
     }
 }
@@ -217,7 +223,12 @@ pub fn report(source: &str, what: &str, why: &Unopenable) {
             })
             .inc();
     }
-    tracing::warn!(source, id = what, key = why.key(), "a stored payload cannot be opened with the configured keys; kept, not delivered (add its key back to deliver it)");
+    tracing::warn!(
+        source,
+        id = what,
+        key = why.key(),
+        "a stored payload cannot be opened with the configured keys; kept, not delivered (add its key back to deliver it)"
+    );
 }
 
 #[cfg(test)]
@@ -246,7 +257,10 @@ mod tests {
         assert_eq!(id, "old");
         assert!(!sealed.windows(4).any(|w| w == b"4242"));
         let both = ring(&[("new", 2), ("old", 1)]);
-        assert_eq!(both.open("old", TO, &sealed).as_deref(), Ok(&b"card 4242"[..]));
+        assert_eq!(
+            both.open("old", TO, &sealed).as_deref(),
+            Ok(&b"card 4242"[..])
+        );
         let (id, resealed) = both.seal(TO, b"card 4242").expect("sealed");
         assert_eq!(id, "new");
         assert_eq!(
@@ -268,9 +282,18 @@ mod tests {
         let r = ring(&[("k", 7)]);
         let (_, sealed) = r.seal(TO, b"payload").expect("sealed");
         for other in [
-            Binding { kind: "dead_letter", ..TO },
-            Binding { source: "github", ..TO },
-            Binding { event_id: "evt_2", ..TO },
+            Binding {
+                kind: "dead_letter",
+                ..TO
+            },
+            Binding {
+                source: "github",
+                ..TO
+            },
+            Binding {
+                event_id: "evt_2",
+                ..TO
+            },
             Binding { token: "t2", ..TO },
         ] {
             assert_eq!(

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 pub mod keys;
 pub mod memory;
+pub mod payloads;
 pub mod redis;
 pub mod sqlite;
 

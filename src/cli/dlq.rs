@@ -20,30 +20,34 @@ pub async fn dlq(path: &Path, action: DlqAction) -> ExitCode {
     }
     let prefix = &config.store.key_prefix;
     match action {
-        DlqAction::List { source } => match dlq::list(&store, prefix, &config.store.encryption, source.as_deref()).await {
-            Ok(entries) if entries.is_empty() => {
-                println!("no dead letters");
-                ExitCode::SUCCESS
+        DlqAction::List { source } => {
+            match dlq::list(&store, prefix, &config.store.encryption, source.as_deref()).await {
+                Ok(entries) if entries.is_empty() => {
+                    println!("no dead letters");
+                    ExitCode::SUCCESS
+                }
+                Ok(entries) => {
+                    print_list(&entries);
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("hookgate dlq list: {e}");
+                    ExitCode::FAILURE
+                }
             }
-            Ok(entries) => {
-                print_list(&entries);
-                ExitCode::SUCCESS
+        }
+        DlqAction::Show { id } => {
+            match dlq::get(&store, prefix, &config.store.encryption, &id).await {
+                Ok(dead) => {
+                    print_entry(&dead);
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("hookgate dlq show: {e}");
+                    ExitCode::FAILURE
+                }
             }
-            Err(e) => {
-                eprintln!("hookgate dlq list: {e}");
-                ExitCode::FAILURE
-            }
-        },
-        DlqAction::Show { id } => match dlq::get(&store, prefix, &config.store.encryption, &id).await {
-            Ok(dead) => {
-                print_entry(&dead);
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("hookgate dlq show: {e}");
-                ExitCode::FAILURE
-            }
-        },
+        }
         DlqAction::Replay { id, all, source } => {
             let forwarder = crate::forward::Forwarder::new();
             let metrics = crate::metrics::Metrics::new();
@@ -209,9 +213,7 @@ fn print_list(entries: &[crate::dlq::Dead]) {
                 ))
                 .to_string()
                 .replace(' ', ""),
-                s.unopenable
-                    .or(s.last_error)
-                    .unwrap_or_else(|| "-".into()),
+                s.unopenable.or(s.last_error).unwrap_or_else(|| "-".into()),
             ]
         })
         .collect();

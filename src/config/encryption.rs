@@ -16,9 +16,7 @@ pub(super) fn keyring(c: &mut Check<'_>, raw: Option<&Spanned<RawEncryption>>) -
     let Some(raw) = raw else {
         return Some(Keyring::default());
     };
-    let Some(list) = c.required(&raw.get_ref().keys, Some(raw.span()), FIELD) else {
-        return None;
-    };
+    let list = c.required(&raw.get_ref().keys, Some(raw.span()), FIELD)?;
     if list.get_ref().is_empty() {
         c.at(
             list,
@@ -31,8 +29,11 @@ pub(super) fn keyring(c: &mut Check<'_>, raw: Option<&Spanned<RawEncryption>>) -
     let mut ok = true;
     for (i, entry) in list.get_ref().iter().enumerate() {
         let field = format!("{FIELD}[{i}]");
-        let Some(id) = c.required(&entry.get_ref().id, Some(entry.span()), &format!("{field}.id"))
-        else {
+        let Some(id) = c.required(
+            &entry.get_ref().id,
+            Some(entry.span()),
+            &format!("{field}.id"),
+        ) else {
             ok = false;
             continue;
         };

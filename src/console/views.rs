@@ -72,8 +72,11 @@ pub async fn overview(state: &Arc<State>, console: &Console, session: &Session) 
     let keeps = state.store.keeps_queue();
     let mut dead_by_source: BTreeMap<String, usize> = BTreeMap::new();
     if keeps
-        && let Ok(Ok(all)) =
-            tokio::time::timeout(STORE_WAIT, dlq::list(&state.store, prefix, &config.store.encryption, None)).await
+        && let Ok(Ok(all)) = tokio::time::timeout(
+            STORE_WAIT,
+            dlq::list(&state.store, prefix, &config.store.encryption, None),
+        )
+        .await
     {
         for d in all {
             *dead_by_source.entry(d.envelope.source).or_default() += 1;
@@ -369,7 +372,9 @@ pub async fn event(
                 &config.store.key_prefix,
                 &config.store.encryption,
                 &summary.id,
-            ).await {
+            )
+            .await
+            {
                 Ok(dead) => Some(dead_entry(&dead)),
                 Err(_) => None,
             }

@@ -83,6 +83,13 @@ pub fn dlq_key(prefix: &str) -> String {
     format!("{prefix}:dlq")
 }
 
+/// `{<prefix>:dlq}:moved`: the new id of each dead letter `hookgate store
+/// rekey` wrote again (a hash, kept a day). Its hash tag is the dead-letter
+/// stream's whole name, so both share a Redis Cluster slot.
+pub fn dlq_moved_key(prefix: &str) -> String {
+    format!("{{{prefix}:dlq}}:moved")
+}
+
 /// What a key names, read back from its text (the SQLite store keeps each
 /// kind in a table of its own, keyed by source and id).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

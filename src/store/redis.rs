@@ -50,6 +50,7 @@ mod cluster;
 mod commands;
 pub mod eviction;
 mod lanes;
+mod payloads;
 pub mod queue;
 mod scrub;
 pub mod sentinel;

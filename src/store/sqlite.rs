@@ -26,6 +26,7 @@ use super::keys::{self, Named};
 use super::{Claim, Error, Meta, Note, Stored};
 
 pub mod ops;
+mod payloads;
 pub mod schema;
 pub mod syncer;
 pub mod trail;

@@ -65,11 +65,7 @@ fn bad_keys_are_refused_by_id_and_never_quoted() {
             "store.encryption.keys[0].id",
             "required key is missing",
         ),
-        (
-            String::new(),
-            "store.encryption.keys",
-            "is empty",
-        ),
+        (String::new(), "store.encryption.keys", "is empty"),
     ];
     for (keys, field, message) in cases {
         let src = store(&keys);

@@ -43,7 +43,7 @@ use redis::streams::{
 };
 
 use super::{Operation, RedisStore};
-use crate::store::keys::{delayed_key, dlq_key, queue_key, settled_key};
+use crate::store::keys::{delayed_key, dlq_key, dlq_moved_key, queue_key, settled_key};
 use crate::store::{Error, Stored};
 
 /// The consumer group every replica's workers join.
@@ -141,6 +141,25 @@ static REPLACE: LazyLock<Script> = LazyLock::new(|| {
         r"
 if redis.call('XDEL', KEYS[1], ARGV[1]) == 0 then return false end
 return redis.call('XADD', KEYS[1], '*', 'e', ARGV[2])
+",
+    )
+});
+
+/// Removes dead letter ARGV[1], following the ids it moved to when it was
+/// written again (at most 8 moves). KEYS[1] = the stream, KEYS[2] = the
+/// moved-ids hash. Returns 1 when one was removed.
+static REMOVE_DEAD: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local id = ARGV[1]
+for _ = 1, 8 do
+  if redis.call('XDEL', KEYS[1], id) == 1 then return 1 end
+  local moved = redis.call('HGET', KEYS[2], id)
+  if not moved then return 0 end
+  redis.call('HDEL', KEYS[2], id)
+  id = moved
+end
+return 0
 ",
     )
 });
@@ -462,10 +481,13 @@ impl RedisStore {
         Ok(page.ids.iter().find(|s| s.id == id).and_then(stored))
     }
 
+    /// Removes a dead letter by id, or by the id it had before `hookgate
+    /// store rekey` wrote it again ([`REMOVE_DEAD`]).
     pub async fn dead_remove(&self, prefix: &str, id: &str) -> Result<(), Error> {
-        let mut cmd = redis::cmd("XDEL");
-        cmd.arg(dlq_key(prefix)).arg(id);
-        let _: i64 = self.query(&cmd).await?;
+        let keys = [dlq_key(prefix), dlq_moved_key(prefix)];
+        let _: i64 = self
+            .eval(&REMOVE_DEAD, &[&keys[0], &keys[1]], &[id.as_bytes()])
+            .await?;
         Ok(())
     }
 

@@ -85,6 +85,15 @@ pub enum Op {
         meta: Meta,
         envelope: Vec<u8>,
     },
+    /// A queue entry's or dead letter's envelope replaced by `new` if it
+    /// still is `old` (`hookgate store rekey`): [`Reply::Moved`] says
+    /// whether it was.
+    Rewrite {
+        dead: bool,
+        id: i64,
+        old: Vec<u8>,
+        new: Vec<u8>,
+    },
     /// Facts appended to an event's trail on their own (a note that rides
     /// on no other write of the event: see [`super::writer::Job::trail`]).
     Trail(TrailWrite),
@@ -423,6 +432,15 @@ pub(super) fn apply(tx: &Transaction<'_>, op: &Op, now: i64) -> rusqlite::Result
                 )?
                 .execute(params![id, meta.attempts, meta.last_error, envelope])?;
             Ok(Reply::Replaced((n == 1).then_some(*id)))
+        }
+        Op::Rewrite { dead, id, old, new } => {
+            let sql = if *dead {
+                "UPDATE dead_letters SET envelope = ?3 WHERE id = ?1 AND envelope = ?2"
+            } else {
+                "UPDATE queue SET envelope = ?3 WHERE id = ?1 AND envelope = ?2"
+            };
+            let n = tx.prepare_cached(sql)?.execute(params![id, old, new])?;
+            Ok(Reply::Moved(n == 1))
         }
         // Written by `run_batch` with the op it rides on.
         Op::Trail(_) => Ok(Reply::Done),
