@@ -48,7 +48,7 @@ pub const POLL: Duration = Duration::from_millis(100);
 const ORDER_WAIT: Duration = Duration::from_secs(1);
 /// An entry whose payload does not open with the configured keys is looked
 /// at again after this (not counted as an attempt).
-const UNOPENABLE_WAIT: Duration = Duration::from_secs(30);
+const UNOPENABLE_WAIT: Duration = Duration::from_secs(10);
 /// How long a worker waits after a failed round (store down) before the next.
 const ERROR_BACKOFF: Duration = Duration::from_secs(1);
 /// How often the supervisor looks for queue sources added by a reload.

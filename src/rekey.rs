@@ -104,6 +104,10 @@ pub struct Report {
     pub raced: u64,
     /// Sealed with a key that is not configured, or not opening under it.
     pub unopenable: u64,
+    /// Redis streams whose removed entries' bytes were dropped, and those
+    /// left as they were (entries leased to a worker, or too long).
+    pub compacted: usize,
+    pub not_compacted: usize,
 }
 
 /// Where a payload on `shelf` is bound to.
@@ -172,6 +176,11 @@ pub async fn rekey(
         if dry_run || report.rewritten == before {
             break;
         }
+    }
+    if !dry_run && report.rewritten > 0 {
+        let (done, left) = store.payload_compact(prefix, &sources(config)).await?;
+        report.compacted = done;
+        report.not_compacted = left;
     }
     Ok(report)
 }

@@ -86,6 +86,12 @@ pub async fn store(path: &Path, action: crate::cli::StoreAction) -> ExitCode {
         }
     };
     println!("stored payloads by key now:\n{}", after.text().trim_end());
+    if report.not_compacted > 0 {
+        println!(
+            "{} Redis streams still hold the bytes of removed entries (a worker holds entries, or over 100000 entries); run rekey again when the queue is quiet",
+            report.not_compacted
+        );
+    }
     print_retired(&after, &config);
     if report.unopenable > 0 {
         eprintln!(

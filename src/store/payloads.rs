@@ -113,6 +113,21 @@ impl Store {
         Ok(Vec::new())
     }
 
+    /// Drops what removed entries left behind (Redis streams keep a removed
+    /// entry's bytes until its whole node goes): returns the streams
+    /// rewritten and those left as they were. SQLite zeroes what it removes
+    /// as it goes (`secure_delete`, with `[store.encryption]`).
+    pub async fn payload_compact(
+        &self,
+        prefix: &str,
+        sources: &[String],
+    ) -> Result<(usize, usize), Error> {
+        match self {
+            Store::Redis(r) => r.payload_compact(prefix, sources).await,
+            Store::Memory(_) | Store::Sqlite(_) => Ok((0, 0)),
+        }
+    }
+
     /// Replaces `payload`'s bytes with `new` if they are still what was
     /// read (and, a Redis queue entry, no worker holds it). Returns whether
     /// it did.

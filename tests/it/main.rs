@@ -100,6 +100,7 @@ mod reload;
 mod resign;
 mod rotation;
 mod schemes;
+mod sealed;
 mod secrets;
 mod sentinel;
 mod shutdown;

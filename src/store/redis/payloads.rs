@@ -60,7 +60,91 @@ return 1
     )
 });
 
+/// A stream written again entry by entry under the same ids into KEYS[2],
+/// its groups recreated at their last delivered ids, then renamed over
+/// KEYS[1]: a removed entry's bytes stay in the stream's nodes until every
+/// entry of the node is removed, and this drops them. Not done (-1) while
+/// a group has entries pending, or (-2) past ARGV[1] entries. Returns the
+/// entries kept.
+static COMPACT: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('XLEN', KEYS[1]) > tonumber(ARGV[1]) then return -2 end
+local groups = redis.call('XINFO', 'GROUPS', KEYS[1])
+local keep = {}
+for _, g in ipairs(groups) do
+  local name, pending, last
+  for i = 1, #g, 2 do
+    if g[i] == 'name' then name = g[i + 1] end
+    if g[i] == 'pending' then pending = g[i + 1] end
+    if g[i] == 'last-delivered-id' then last = g[i + 1] end
+  end
+  if pending > 0 then return -1 end
+  keep[#keep + 1] = {name, last}
+end
+local info = redis.call('XINFO', 'STREAM', KEYS[1])
+local top
+for i = 1, #info, 2 do
+  if info[i] == 'last-generated-id' then top = info[i + 1] end
+end
+redis.call('DEL', KEYS[2])
+local entries = redis.call('XRANGE', KEYS[1], '-', '+')
+for _, e in ipairs(entries) do
+  redis.call('XADD', KEYS[2], e[1], unpack(e[2]))
+end
+if #entries == 0 then
+  redis.call('XADD', KEYS[2], '0-1', 'e', '')
+  redis.call('XDEL', KEYS[2], '0-1')
+end
+redis.call('XSETID', KEYS[2], top)
+for _, g in ipairs(keep) do
+  redis.call('XGROUP', 'CREATE', KEYS[2], g[1], g[2])
+end
+redis.call('RENAME', KEYS[2], KEYS[1])
+return #entries
+",
+    )
+});
+
+/// Entries a stream may hold for [`COMPACT`] to rewrite it (one script: the
+/// server does nothing else meanwhile).
+const COMPACT_MAX: usize = 100_000;
+
 impl RedisStore {
+    /// Drops the bytes of removed entries from the queue streams of
+    /// `sources` and from the dead letters ([`COMPACT`]). Returns the
+    /// streams rewritten and those left as they are (a group with entries
+    /// pending, or too long).
+    pub async fn payload_compact(
+        &self,
+        prefix: &str,
+        sources: &[String],
+    ) -> Result<(usize, usize), Error> {
+        let mut streams: Vec<(String, String)> = sources
+            .iter()
+            .map(|s| {
+                let key = queue_key(prefix, s);
+                let tmp = format!("{key}:compacting");
+                (key, tmp)
+            })
+            .collect();
+        streams.push((dlq_key(prefix), format!("{{{prefix}:dlq}}:compacting")));
+        let (mut done, mut left) = (0, 0);
+        for (key, tmp) in &streams {
+            let max = COMPACT_MAX.to_string();
+            let kept: i64 = self
+                .eval(&COMPACT, &[key.as_str(), tmp.as_str()], &[max.as_bytes()])
+                .await?;
+            if kept >= 0 {
+                done += 1;
+            } else {
+                left += 1;
+            }
+        }
+        Ok((done, left))
+    }
+
     /// Up to `limit` payloads of `shelf` after `after`: `(id, what to
     /// continue after, bytes)`. A retry's id is its due time; the walk
     /// goes on from its rank.

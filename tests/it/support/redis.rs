@@ -117,6 +117,11 @@ impl RedisServer {
         self.port
     }
 
+    /// The server's working directory (its RDB and AOF files).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
     /// Kills the server (SIGKILL, like a crash) and waits for it to exit.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
