@@ -96,6 +96,11 @@ The distinct secretName values of all sources, sorted, one per line.
 */}}
 {{- define "hookgate.secretNames" -}}
 {{- $names := list }}
+{{- range ((.Values.store.encryption | default dict).keys | default list) }}
+{{- if and (kindIs "map" .) (hasKey . "secretName") }}
+{{- $names = append $names (toString .secretName) }}
+{{- end }}
+{{- end }}
 {{- range .Values.sources }}
 {{- range .secrets }}
 {{- if and (kindIs "map" .) (hasKey . "secretName") }}
@@ -243,6 +248,15 @@ nonce_ttl = {{ .Values.store.nonceTtl | toString | toJson }}
 key_prefix = {{ .Values.store.keyPrefix | toJson }}
 {{- if eq .Values.store.kind "memory" }}
 memory_max_entries = {{ int64 .Values.store.memoryMaxEntries }}
+{{- end }}
+{{- with ((.Values.store.encryption | default dict).keys | default list) }}
+
+[store.encryption]
+keys = [
+{{- range $i, $k := . }}
+  { id = {{ required (printf "store.encryption.keys[%d] needs an id" $i) $k.id | toString | toJson }}, key = {{ include "hookgate.secretRef" (dict "secret" $k "source" "store.encryption") }} },
+{{- end }}
+]
 {{- end }}
 {{- range $i, $src := .Values.sources }}
 {{- $name := required (printf "sources[%d] needs a name" $i) $src.name }}
