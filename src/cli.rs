@@ -300,11 +300,20 @@ pub(crate) fn open(
     path: &Path,
     command: &str,
 ) -> Result<(crate::config::Config, crate::store::Store), std::process::ExitCode> {
+    open_scrubbing(path, command, crate::store::sqlite::SecureDelete::Fast)
+}
+
+/// [`open`], a sealed sqlite file zeroing what it frees as `scrub` says.
+pub(crate) fn open_scrubbing(
+    path: &Path,
+    command: &str,
+    scrub: crate::store::sqlite::SecureDelete,
+) -> Result<(crate::config::Config, crate::store::Store), std::process::ExitCode> {
     let config = crate::config::Config::load(path).map_err(|e| {
         eprintln!("{}", e.display_in(path));
         std::process::ExitCode::FAILURE
     })?;
-    let store = crate::open_store(&config).map_err(|e| {
+    let store = crate::open_store_scrubbing(&config, scrub).map_err(|e| {
         eprintln!("hookgate {command}: {e}");
         std::process::ExitCode::FAILURE
     })?;

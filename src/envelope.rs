@@ -152,6 +152,38 @@ struct Head<'a> {
     headers: &'a [(String, HeaderText)],
 }
 
+/// An envelope's metadata line when its payload is sealed: the fields of
+/// [`Envelope`] (same names, same rules) but no path or header, and the
+/// sealing key's id.
+#[derive(Serialize)]
+struct Shell<'a> {
+    token: &'a str,
+    source: &'a str,
+    event_id: &'a str,
+    event_type: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nonce_id: Option<&'a str>,
+    type_signed: bool,
+    delivery: &'a str,
+    method: &'a str,
+    uri: &'a str,
+    headers: &'a [(String, HeaderText)],
+    peer: Option<IpAddr>,
+    signed_at: Option<i64>,
+    received_ms: i64,
+    attempts: u32,
+    last_error: Option<&'a str>,
+    last_attempt_ms: Option<i64>,
+    dead_ms: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    due_ms: Option<i64>,
+    resource: Option<&'a str>,
+    version: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trace: Option<&'a str>,
+    sealed: &'a str,
+}
+
 #[derive(Deserialize)]
 struct OwnedHead {
     uri: String,
@@ -163,7 +195,7 @@ fn signed_by_default() -> bool {
 }
 
 /// `meta`'s JSON line, a newline, then `rest`.
-fn joined(meta: &Envelope, rest: &[u8]) -> Vec<u8> {
+fn joined(meta: &impl Serialize, rest: &[u8]) -> Vec<u8> {
     // Serializing plain strings and numbers cannot fail.
     let line = serde_json::to_vec(meta).unwrap_or_default();
     let mut out = Vec::with_capacity(line.len() + 1 + rest.len());
@@ -348,33 +380,31 @@ impl Envelope {
     }
 
     /// The metadata alone, naming key `id`: what a sealed envelope's first
-    /// line holds.
-    fn shell(&self, id: &str) -> Envelope {
-        Envelope {
-            token: self.token.clone(),
-            source: self.source.clone(),
-            event_id: self.event_id.clone(),
-            event_type: self.event_type.clone(),
-            nonce_id: self.nonce_id.clone(),
+    /// line holds (no path, no header).
+    fn shell<'a>(&'a self, id: &'a str) -> Shell<'a> {
+        Shell {
+            token: &self.token,
+            source: &self.source,
+            event_id: &self.event_id,
+            event_type: self.event_type.as_deref(),
+            nonce_id: self.nonce_id.as_deref(),
             type_signed: self.type_signed,
-            delivery: self.delivery.clone(),
-            method: self.method.clone(),
-            uri: String::new(),
-            headers: Vec::new(),
+            delivery: &self.delivery,
+            method: &self.method,
+            uri: "",
+            headers: &[],
             peer: self.peer,
             signed_at: self.signed_at,
             received_ms: self.received_ms,
             attempts: self.attempts,
-            last_error: self.last_error.clone(),
+            last_error: self.last_error.as_deref(),
             last_attempt_ms: self.last_attempt_ms,
             dead_ms: self.dead_ms,
             due_ms: self.due_ms,
-            resource: self.resource.clone(),
-            version: self.version.clone(),
-            trace: self.trace.clone(),
-            sealed: Some(id.to_owned()),
-            body: Bytes::new(),
-            closed: None,
+            resource: self.resource.as_deref(),
+            version: self.version.as_deref(),
+            trace: self.trace.as_deref(),
+            sealed: id,
         }
     }
 
@@ -385,24 +415,31 @@ impl Envelope {
         if let (Some((blob, _)), Some(id)) = (&self.closed, &self.sealed) {
             return joined(&self.shell(id), blob);
         }
-        if keys.sealing().is_none() {
+        let Some(id) = keys.sealing() else {
             if self.sealed.is_some() {
                 let mut plain = self.clone();
                 plain.sealed = None;
                 return joined(&plain, &plain.body);
             }
             return joined(self, &self.body);
-        }
+        };
         let head = Head {
             uri: &self.uri,
             headers: &self.headers,
         };
-        // Serializing plain strings cannot fail.
-        let mut plain = serde_json::to_vec(&head).unwrap_or_default();
-        plain.push(b'\n');
-        plain.extend_from_slice(&self.body);
-        match keys.seal(self.binding(kind), &plain) {
-            Some((id, blob)) => joined(&self.shell(id), &blob),
+        // One buffer: the metadata, the nonce, the payload sealed in place,
+        // the tag. Serializing plain strings cannot fail.
+        let mut out =
+            Vec::with_capacity(512 + self.uri.len() + 64 * self.headers.len() + self.body.len());
+        let _ = serde_json::to_writer(&mut out, &self.shell(id));
+        out.push(b'\n');
+        let sealed = keys.seal_into(self.binding(kind), &mut out, |out| {
+            let _ = serde_json::to_writer(&mut *out, &head);
+            out.push(b'\n');
+            out.extend_from_slice(&self.body);
+        });
+        match sealed {
+            Some(_) => out,
             None => joined(self, &self.body),
         }
     }
@@ -437,9 +474,7 @@ impl Envelope {
             .map_err(|e| DecodeError::Payload(e.to_string()))?;
         envelope.uri = head.uri;
         envelope.headers = head.headers;
-        let mut body = plain;
-        body.drain(..=split);
-        envelope.body = Bytes::from(body);
+        envelope.body = Bytes::from(plain).slice(split + 1..);
         Ok(envelope)
     }
 
@@ -619,6 +654,24 @@ mod tests {
             Envelope::sealed_with(&again).expect("meta").as_deref(),
             Some("2027-06")
         );
+    }
+
+    #[test]
+    fn a_sealed_metadata_line_is_the_plain_one_without_path_or_headers() {
+        let mut e = envelope(b"body");
+        e.nonce_id = Some("sha".into());
+        e.due_ms = Some(5);
+        e.trace = Some("00-aa-bb-01".into());
+        e.last_error = Some("app answered 503".into());
+        let keys = ring(&[("k", 1)]);
+        let stored = e.encode(&keys, Place::Queue);
+        let line = &stored[..stored.iter().position(|b| *b == b'\n').expect("nl")];
+        let sealed: serde_json::Value = serde_json::from_slice(line).expect("json");
+        let mut plain = serde_json::to_value(&e).expect("json");
+        plain["uri"] = "".into();
+        plain["headers"] = serde_json::json!([]);
+        plain["sealed"] = "k".into();
+        assert_eq!(sealed, plain);
     }
 
     #[test]

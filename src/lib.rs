@@ -320,6 +320,15 @@ async fn watch_store(state: Arc<State>, shutdown: CancellationToken) {
 /// With several sources, one source's nonces may fill at most half the
 /// memory store, so a flood on one leaves room for the others.
 pub fn open_store(config: &config::Config) -> Result<store::Store, store::Error> {
+    open_store_scrubbing(config, store::sqlite::SecureDelete::Fast)
+}
+
+/// [`open_store`], a sqlite file zeroing what it frees as `scrub` says
+/// when `[store.encryption]` is set (nothing otherwise).
+pub fn open_store_scrubbing(
+    config: &config::Config,
+    scrub: store::sqlite::SecureDelete,
+) -> Result<store::Store, store::Error> {
     let sources = config.sources.len();
     let config = &config.store;
     let store = match &config.kind {
@@ -329,8 +338,12 @@ pub fn open_store(config: &config::Config) -> Result<store::Store, store::Error>
             store::Store::memory(max, per_source)
         }
         config::StoreKind::Sqlite { path, sync } => {
-            let sealed = config.encryption.sealing().is_some();
-            store::Store::sqlite(path, *sync, &config.key_prefix, sealed)?
+            let scrub = if config.encryption.sealing().is_some() {
+                scrub
+            } else {
+                store::sqlite::SecureDelete::Off
+            };
+            store::Store::sqlite(path, *sync, &config.key_prefix, scrub)?
         }
         config::StoreKind::Redis { url } => store::Store::redis(url)?,
         config::StoreKind::RedisCluster { urls } => store::Store::redis_cluster(urls)?,

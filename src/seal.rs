@@ -18,7 +18,8 @@ use std::collections::HashSet;
 use std::fmt;
 use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 
-use chacha20poly1305::aead::{Aead, KeyInit, Payload};
+use chacha20poly1305::aead::inout::InOutBuf;
+use chacha20poly1305::aead::{AeadInOut, KeyInit, Tag};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -99,7 +100,7 @@ impl Binding<'_> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Unopenable {
     /// No configured key has this id.
-    #[error("cannot be opened with the configured keys (key {0} is not configured)")]
+    #[error("cannot be opened with the configured keys (key {0})")]
     NoKey(String),
     /// The key is there and the payload does not open under it: tampered,
     /// copied from another record, or a different key under the same id.
@@ -108,6 +109,16 @@ pub enum Unopenable {
 }
 
 impl Unopenable {
+    /// Why, in a few words, for the log.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Unopenable::NoKey(_) => "no configured key has this id",
+            Unopenable::Refused(_) => {
+                "it does not open under that key: changed, or copied from another entry"
+            }
+        }
+    }
+
     /// The id of the key the payload names.
     pub fn key(&self) -> &str {
         match self {
@@ -140,53 +151,63 @@ impl Keyring {
         self.keys.first().map(|k| k.id.as_str())
     }
 
-    /// `plain` sealed under the first key for `to`: its id and the sealed
-    /// bytes; `None` when the ring is empty.
-    pub fn seal(&self, to: Binding<'_>, plain: &[u8]) -> Option<(&str, Vec<u8>)> {
+    /// Appends to `out` a random nonce, then what `plain` appends, sealed
+    /// in place under the first key for `to`, then the tag: one buffer, no
+    /// copy of the plaintext. Returns the sealing key's id; `None` (and
+    /// `out` unchanged) when the ring is empty.
+    pub fn seal_into(
+        &self,
+        to: Binding<'_>,
+        out: &mut Vec<u8>,
+        plain: impl FnOnce(&mut Vec<u8>),
+    ) -> Option<&str> {
         let key = self.keys.first()?;
         let nonce: [u8; NONCE_BYTES] = rand::random();
-        let nonce = XNonce::from(nonce);
+        let from = out.len();
+        out.extend_from_slice(&nonce);
+        let start = out.len();
+        plain(out);
         let aad = to.associated_data();
         // Encryption fails only past the cipher's length limit (256 GiB),
         // far beyond any body hookgate accepts.
-        let sealed = key
-            .cipher
-            .encrypt(
-                &nonce,
-                Payload {
-                    msg: plain,
-                    aad: &aad,
-                },
-            )
-            .ok()?;
-        let mut out = Vec::with_capacity(NONCE_BYTES + sealed.len());
-        out.extend_from_slice(&nonce);
-        out.extend_from_slice(&sealed);
-        Some((key.id.as_str(), out))
+        match key.cipher.encrypt_inout_detached(
+            &XNonce::from(nonce),
+            &aad,
+            InOutBuf::from(&mut out[start..]),
+        ) {
+            Ok(tag) => {
+                out.extend_from_slice(&tag);
+                Some(key.id.as_str())
+            }
+            Err(_) => {
+                out.truncate(from);
+                None
+            }
+        }
     }
 
-    /// Opens what key `id` sealed for `to`.
+    /// Opens what key `id` sealed for `to` ([`Keyring::seal_into`]'s nonce,
+    /// ciphertext and tag): the plaintext, in one copy.
     pub fn open(&self, id: &str, to: Binding<'_>, sealed: &[u8]) -> Result<Vec<u8>, Unopenable> {
         let key = self
             .keys
             .iter()
             .find(|k| k.id == id)
             .ok_or_else(|| Unopenable::NoKey(id.to_owned()))?;
+        let refused = || Unopenable::Refused(id.to_owned());
         if sealed.len() < NONCE_BYTES + TAG_BYTES {
-            return Err(Unopenable::Refused(id.to_owned()));
+            return Err(refused());
         }
-        let (nonce, text) = sealed.split_at(NONCE_BYTES);
-        let nonce = XNonce::try_from(nonce).map_err(|_| Unopenable::Refused(id.to_owned()))?;
+        let (nonce, rest) = sealed.split_at(NONCE_BYTES);
+        let (text, tag) = rest.split_at(rest.len() - TAG_BYTES);
+        let nonce = XNonce::try_from(nonce).map_err(|_| refused())?;
+        let tag = Tag::<XChaCha20Poly1305>::try_from(tag).map_err(|_| refused())?;
+        let mut plain = text.to_vec();
         let aad = to.associated_data();
         key.cipher
-            .decrypt(
-                &nonce,
-                Payload {
-                    msg: text,
-                    aad: &aad,
-                },
-            )
-            .map_err(|_| Unopenable::Refused(id.to_owned()))
+            .decrypt_inout_detached(&nonce, &aad, InOutBuf::from(&mut plain[..]), &tag)
+            .map_err(|_| refused())?;
+        Ok(plain)
     }
 }
 
@@ -243,6 +264,13 @@ mod tests {
         )
     }
 
+    /// `plain` sealed for `to`: the key id and the sealed bytes.
+    fn seal(r: &Keyring, to: Binding<'_>, plain: &[u8]) -> Option<(String, Vec<u8>)> {
+        let mut out = Vec::new();
+        let id = r.seal_into(to, &mut out, |o| o.extend_from_slice(plain))?;
+        Some((id.to_owned(), out))
+    }
+
     const TO: Binding<'static> = Binding {
         kind: "queue",
         source: "stripe",
@@ -253,7 +281,7 @@ mod tests {
     #[test]
     fn the_first_key_seals_and_every_key_opens() {
         let old = ring(&[("old", 1)]);
-        let (id, sealed) = old.seal(TO, b"card 4242").expect("sealed");
+        let (id, sealed) = seal(&old, TO, b"card 4242").expect("sealed");
         assert_eq!(id, "old");
         assert!(!sealed.windows(4).any(|w| w == b"4242"));
         let both = ring(&[("new", 2), ("old", 1)]);
@@ -261,7 +289,7 @@ mod tests {
             both.open("old", TO, &sealed).as_deref(),
             Ok(&b"card 4242"[..])
         );
-        let (id, resealed) = both.seal(TO, b"card 4242").expect("sealed");
+        let (id, resealed) = seal(&both, TO, b"card 4242").expect("sealed");
         assert_eq!(id, "new");
         assert_eq!(
             old.open("new", TO, &resealed),
@@ -272,15 +300,15 @@ mod tests {
     #[test]
     fn two_seals_of_one_payload_differ() {
         let r = ring(&[("k", 7)]);
-        let a = r.seal(TO, b"same").expect("sealed").1;
-        let b = r.seal(TO, b"same").expect("sealed").1;
+        let a = seal(&r, TO, b"same").expect("sealed").1;
+        let b = seal(&r, TO, b"same").expect("sealed").1;
         assert_ne!(a, b, "a fresh nonce each time");
     }
 
     #[test]
     fn a_payload_opens_only_on_its_own_record_and_unchanged() {
         let r = ring(&[("k", 7)]);
-        let (_, sealed) = r.seal(TO, b"payload").expect("sealed");
+        let (_, sealed) = seal(&r, TO, b"payload").expect("sealed");
         for other in [
             Binding {
                 kind: "dead_letter",

@@ -189,7 +189,7 @@ impl Store {
         path: &std::path::Path,
         sync: sqlite::Sync,
         prefix: &str,
-        secure_delete: bool,
+        secure_delete: sqlite::SecureDelete,
     ) -> Result<Self, Error> {
         sqlite::SqliteStore::open(path, sync, prefix, secure_delete).map(Store::Sqlite)
     }

@@ -5,13 +5,15 @@ use std::io::IsTerminal as _;
 use std::path::Path;
 use std::process::ExitCode;
 
-use super::open;
+use super::open_scrubbing;
 use crate::rekey::{self, Census, PLAINTEXT};
 
 /// `hookgate store rekey [--dry-run]`.
 pub async fn store(path: &Path, action: crate::cli::StoreAction) -> ExitCode {
     let crate::cli::StoreAction::Rekey { dry_run } = action;
-    let (config, store) = match open(path, "store") {
+    // Rewritten rows leave nothing readable behind, freed pages included.
+    let scrub = crate::store::sqlite::SecureDelete::Full;
+    let (config, store) = match open_scrubbing(path, "store", scrub) {
         Ok(opened) => opened,
         Err(code) => return code,
     };

@@ -93,6 +93,22 @@ fn connection(path: &Path, flags: OpenFlags) -> rusqlite::Result<Connection> {
     Ok(conn)
 }
 
+/// What the writer zeroes of the rows it deletes or rewrites (SQLite's
+/// `secure_delete`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecureDelete {
+    /// Nothing: freed space keeps its bytes until reused.
+    Off,
+    /// Within the pages that stay in use, at no extra I/O; a page freed
+    /// whole keeps its bytes (SQLite's `FAST`). A server with
+    /// `[store.encryption]`: what it frees is sealed already, or was
+    /// stored readable before the key was set.
+    Fast,
+    /// Everything, freed pages included (SQLite's `ON`): `hookgate store
+    /// rekey`, so a payload it rewrites leaves no readable copy.
+    Full,
+}
+
 fn id_of(id: &str) -> Option<i64> {
     id.parse().ok()
 }
@@ -102,10 +118,14 @@ impl SqliteStore {
     /// up to date, on the writer thread; waits for that thread's word. Fails
     /// on a file that is not a database, a newer schema, or a directory that
     /// cannot be written. `prefix` is the one the other modules build keys with.
-    /// `secure_delete` (on with `[store.encryption]`) zeroes what the writer
-    /// deletes or rewrites, so no readable copy of a payload stays in the
-    /// file's free pages.
-    pub fn open(path: &Path, sync: Sync, prefix: &str, secure_delete: bool) -> Result<Self, Error> {
+    /// `secure_delete` is what the writer zeroes of what it deletes or
+    /// rewrites ([`SecureDelete`]).
+    pub fn open(
+        path: &Path,
+        sync: Sync,
+        prefix: &str,
+        secure_delete: SecureDelete,
+    ) -> Result<Self, Error> {
         let (jobs, receiver) = mpsc::channel::<Job>();
         let (ready, started) = mpsc::channel::<Result<(), Error>>();
         let observers: writer::Observers = Arc::new(OnceLock::new());
@@ -722,7 +742,7 @@ impl SqliteStore {
 }
 
 /// Opens the writer's connection: WAL mode, the schema brought up to date.
-fn open_writer(path: &Path, secure_delete: bool) -> Result<Connection, Error> {
+fn open_writer(path: &Path, secure_delete: SecureDelete) -> Result<Connection, Error> {
     let where_ = path.display();
     let mut conn = connection(
         path,
@@ -734,8 +754,13 @@ fn open_writer(path: &Path, secure_delete: bool) -> Result<Connection, Error> {
     let mode: String = conn
         .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
         .map_err(|e| Error::Unavailable(format!("sqlite: {where_}: {e}")))?;
-    if secure_delete {
-        conn.pragma_update(None, "secure_delete", "ON")
+    let scrub = match secure_delete {
+        SecureDelete::Off => None,
+        SecureDelete::Fast => Some("FAST"),
+        SecureDelete::Full => Some("ON"),
+    };
+    if let Some(mode) = scrub {
+        conn.pragma_update(None, "secure_delete", mode)
             .map_err(|e| Error::Unavailable(format!("sqlite: {where_}: {e}")))?;
     }
     if !mode.eq_ignore_ascii_case("wal") {

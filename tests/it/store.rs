@@ -285,7 +285,12 @@ async fn memory_store_passes_the_same_suite() {
 }
 
 fn sqlite_store(path: &std::path::Path) -> Store {
-    match Store::sqlite(path, Sync::Full, PREFIX, false) {
+    match Store::sqlite(
+        path,
+        Sync::Full,
+        PREFIX,
+        hookgate::store::sqlite::SecureDelete::Off,
+    ) {
         Ok(store) => store,
         Err(e) => panic!("opening the SQLite store on {}: {e}", path.display()),
     }

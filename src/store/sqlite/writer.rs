@@ -377,7 +377,7 @@ mod tests {
     /// A writer thread on a new file `t.db` in `dir`.
     fn start(dir: &Path, sync: Sync) -> (Sender<Job>, std::thread::JoinHandle<()>) {
         let path = dir.join("t.db");
-        let conn = super::super::open_writer(&path, false).expect("open");
+        let conn = super::super::open_writer(&path, super::super::SecureDelete::Off).expect("open");
         let (jobs, receiver) = mpsc::channel();
         let mut wal = path.into_os_string();
         wal.push("-wal");
