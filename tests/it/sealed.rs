@@ -409,6 +409,14 @@ async fn rotation(kept: Kept) {
     assert!(out.contains("key k1 seals no stored payload"), "{out}");
     drop(gate);
     let gate = Hookgate::start(&config(&upstream, &kept, &[("k2", K2)])).await;
+    eventually("the payloads counted by key", || async {
+        let metrics = Metrics::parse(&admin(&gate, Method::GET, "/metrics").await.text());
+        match metrics.get("hookgate_store_payloads", &[("key", "k2")]) {
+            Some(n) if n as i64 == 3 => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
     assert_eq!(
         admin(&gate, Method::POST, "/sources/q/resume").await.status,
         200
