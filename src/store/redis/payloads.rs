@@ -113,7 +113,7 @@ const COMPACT_MAX: usize = 100_000;
 
 impl RedisStore {
     /// Drops the bytes of removed entries from the queue streams of
-    /// `sources` and from the dead letters ([`COMPACT`]). Returns the
+    /// `sources` and from the dead letters (the `COMPACT` script). Returns the
     /// streams rewritten and those left as they are (a group with entries
     /// pending, or too long).
     pub async fn payload_compact(
@@ -190,8 +190,8 @@ impl RedisStore {
             .collect())
     }
 
-    /// Replaces a payload if it is still what was read ([`REWRITE_ENTRY`],
-    /// [`REWRITE_MEMBER`]).
+    /// Replaces a payload if it is still what was read (the `REWRITE_ENTRY`,
+    /// `REWRITE_MEMBER` scripts).
     pub async fn payload_rewrite(
         &self,
         prefix: &str,

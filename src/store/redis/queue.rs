@@ -482,7 +482,7 @@ impl RedisStore {
     }
 
     /// Removes a dead letter by id, or by the id it had before `hookgate
-    /// store rekey` wrote it again ([`REMOVE_DEAD`]).
+    /// store rekey` wrote it again (the `REMOVE_DEAD` script).
     pub async fn dead_remove(&self, prefix: &str, id: &str) -> Result<(), Error> {
         let keys = [dlq_key(prefix), dlq_moved_key(prefix)];
         let _: i64 = self
