@@ -43,6 +43,9 @@ use crate::trail::{self, Fact};
 /// The longest `Retry-After` honoured; a larger one is cut to this.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3600);
 
+/// How long [`Steps::commit_patiently`] tries.
+pub const COMMIT_PATIENCE: Duration = Duration::from_secs(5);
+
 /// What the steps need: the config in force and the process's store, client
 /// and metrics.
 #[derive(Clone, Copy)]
@@ -431,6 +434,25 @@ impl<'a> Steps<'a> {
             self.store_failed(event, "nonce commit failed", e);
         }
         result
+    }
+
+    /// [`Steps::commit`] for a delivery no sender waits on (a replay): tried
+    /// again for up to [`COMMIT_PATIENCE`] while the store fails, so that a
+    /// sender's later copy of the event is a duplicate. Given up, it is
+    /// logged: such a copy may then reach the app again.
+    pub async fn commit_patiently(&self, event: &Event<'_>, nonce: &Lease) {
+        let deadline = tokio::time::Instant::now() + COMMIT_PATIENCE;
+        while self.commit(event, nonce, Vec::new()).await.is_err() {
+            if tokio::time::Instant::now() >= deadline {
+                tracing::warn!(
+                    source = event.source,
+                    event_id = event.event_id,
+                    "nonce commit after a replay given up: a sender's copy may be forwarded again"
+                );
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
     }
 
     /// Lets a lease go (a nonce, or a resource's), if it still holds its

@@ -317,8 +317,14 @@ impl Replayer<'_> {
                     return Ok(Replayed::InFlight);
                 }
                 Ok(Gated::Equal | Gated::Stale) => {
-                    if let Some(nonce) = &nonce {
-                        let _ = steps.commit(&event, nonce, Vec::new()).await;
+                    // A commit that fails is counted and logged by
+                    // `commit`; the claim's lease runs out and a sender's
+                    // retry meets the version gate again, which settles it
+                    // the same way: nothing reaches the app either way.
+                    if let Some(nonce) = &nonce
+                        && steps.commit(&event, nonce, Vec::new()).await.is_err()
+                    {
+                        tracing::debug!(source = %envelope.source, event_id = %envelope.event_id, "stale replay: the version gate settles a retry");
                     }
                     self.remove(&dead.id).await?;
                     return Ok(Replayed::StaleVersion);
@@ -341,7 +347,7 @@ impl Replayer<'_> {
             Attempt::Delivered => {
                 steps.delivered(&event, lock).await;
                 if let Some(nonce) = &nonce {
-                    let _ = steps.commit(&event, nonce, Vec::new()).await;
+                    steps.commit_patiently(&event, nonce).await;
                 }
                 self.remove(&dead.id).await?;
                 steps

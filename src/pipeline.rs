@@ -379,8 +379,12 @@ async fn deliver(
             Ok(settled) => {
                 // A stale or equal version settles the event: its nonce is
                 // committed, so a sender retry is a cheap duplicate that
-                // needs no version read.
-                let _ = steps.commit(&event, &nonce, Vec::new()).await;
+                // needs no version read. A commit that fails is counted
+                // and logged by `commit`; the retry then meets the version
+                // gate again, which settles it the same way.
+                if steps.commit(&event, &nonce, Vec::new()).await.is_err() {
+                    tracing::debug!(source = %source.name, event_id = %event_id, "stale event: the version gate settles a retry");
+                }
                 let outcome = if matches!(settled, Gated::Stale) {
                     Outcome::StaleVersion
                 } else {

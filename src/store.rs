@@ -43,25 +43,7 @@ pub struct Meta {
     pub dead_ms: Option<i64>,
 }
 
-/// Facts for one event's trail (DESIGN §7a), handed to the store write the
-/// event makes anyway (a nonce commit or release, an enqueue, a queue
-/// entry's settle or retry) so they ride on it: on SQLite in the same
-/// transaction, on memory in the same call, on one Redis node in the same
-/// pipelined round trip as a nonce commit. Other Redis writes, and every
-/// write on a Cluster (the trail's keys share one slot, which the event's
-/// own keys do not) or with `min_replicas`, hand the note to the process's
-/// ordered trail writer beside the write. A note is lost when a write it
-/// shares a transaction or round trip with fails; otherwise it is written
-/// whatever that write's result, which is the result the caller gets.
-#[derive(Debug, Clone)]
-pub struct Note {
-    pub prefix: String,
-    pub source: String,
-    pub event_id: String,
-    pub facts: Vec<Fact>,
-    /// `[admin] trail_max_events`.
-    pub max: usize,
-}
+pub use crate::trail::Note;
 
 /// Who paused a source's delivery, why, and since when (DESIGN §6a; kept
 /// by the durable engines, see [`crate::pause`]).

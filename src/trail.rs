@@ -34,6 +34,26 @@ use serde::{Deserialize, Serialize};
 
 use crate::time::now_ms;
 
+/// Facts for one event's trail (DESIGN §7a), handed to the store write the
+/// event makes anyway (a nonce commit or release, an enqueue, a queue
+/// entry's settle or retry) so they ride on it: on SQLite in the same
+/// transaction, on memory in the same call, on one Redis node in the same
+/// pipelined round trip as a nonce commit. Other Redis writes, and every
+/// write on a Cluster (the trail's keys share one slot, which the event's
+/// own keys do not) or with `min_replicas`, hand the note to the process's
+/// ordered trail writer beside the write. A note is lost when a write it
+/// shares a transaction or round trip with fails; otherwise it is written
+/// whatever that write's result, which is the result the caller gets.
+#[derive(Debug, Clone)]
+pub struct Note {
+    pub prefix: String,
+    pub source: String,
+    pub event_id: String,
+    pub facts: Vec<Fact>,
+    /// `[admin] trail_max_events`.
+    pub max: usize,
+}
+
 /// Events the trail keeps by default (`[admin] trail_max_events`).
 pub const DEFAULT_MAX_EVENTS: usize = 100_000;
 /// Records per page of `GET /events` by default, and at most.

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use super::Fact;
-use crate::store::Note;
+use super::Note;
 
 /// How often counted duplicates are written.
 pub const FLUSH: Duration = Duration::from_secs(1);

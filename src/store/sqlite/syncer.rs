@@ -12,11 +12,19 @@ use std::time::Instant;
 use tokio::sync::oneshot;
 
 use super::ops::Reply;
-use super::writer::Observers;
 use crate::store::Error;
 
 /// An answer held until the WAL is on disk.
 pub(super) type Held = (oneshot::Sender<Result<Reply, Error>>, Result<Reply, Error>);
+
+/// The group-commit histograms (sync seconds, batch size), once the
+/// metrics exist: the writer counts batches, this thread their fsyncs.
+pub type Observers = std::sync::Arc<
+    std::sync::OnceLock<(
+        prometheus_client::metrics::histogram::Histogram,
+        prometheus_client::metrics::histogram::Histogram,
+    )>,
+>;
 
 /// Starts the thread that fdatasyncs `wal` and then answers what waited
 /// for it; it ends when the writer drops the sender.

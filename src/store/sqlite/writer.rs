@@ -34,11 +34,10 @@
 //! purged between batches, at most [`PURGE_LIMIT`] rows per table per pass.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use prometheus_client::metrics::histogram::Histogram;
 use rusqlite::{Connection, params};
 use tokio::sync::oneshot;
 
@@ -81,8 +80,7 @@ impl Job {
     }
 }
 
-/// The group-commit histograms, once the metrics exist.
-pub type Observers = Arc<OnceLock<(Histogram, Histogram)>>;
+pub use super::syncer::Observers;
 
 fn failed(e: rusqlite::Error) -> Error {
     Error::Unavailable(format!("sqlite: {e}"))
@@ -381,7 +379,7 @@ mod tests {
         let (jobs, receiver) = mpsc::channel();
         let mut wal = path.into_os_string();
         wal.push("-wal");
-        let observers: Observers = Arc::new(OnceLock::new());
+        let observers: Observers = Arc::new(std::sync::OnceLock::new());
         let writer = std::thread::spawn(move || {
             run(conn, sync, wal.into(), receiver, observers);
         });
