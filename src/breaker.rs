@@ -10,12 +10,12 @@
 //! one delivery, the probe, goes through; a success closes it, a failure
 //! reopens it with the cooldown doubled, up to `max_cooldown`.
 //!
-//! The state ([`Shared`]) is one value per source: in the process for the
-//! memory and SQLite stores (one host), on Redis shared by every replica
-//! (`{prefix}:breaker:{source}`, changed by compare-and-set). A replica
-//! reads it at most [`READ_EVERY`] old while it is closed with no failure
-//! counted, so the happy path costs no round trip; every other change goes
-//! to the store.
+//! The state ([`Shared`]) is one value per source, kept by the store where
+//! every process on it shares it (the sqlite file's `breakers` table, or
+//! `{prefix}:breaker:{source}` on Redis; changed by compare-and-set), and
+//! in the process with the memory store. A process reads it at most
+//! [`READ_EVERY`] old while it is closed with no failure counted, so the
+//! happy path costs no store call; every other change goes to the store.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -149,7 +149,7 @@ fn millis(d: Duration) -> i64 {
 /// Every source's breaker as this process knows it.
 #[derive(Debug, Default)]
 pub struct Breakers {
-    /// By source: the state, and when it was read from the store (Redis).
+    /// By source: the state, and when it was read from the store.
     held: Mutex<HashMap<String, (Shared, i64)>>,
 }
 
@@ -174,15 +174,15 @@ impl Breakers {
         mut change: impl FnMut(&mut Shared) -> R,
     ) -> Option<(Shared, R)> {
         let now = now_ms();
-        let Some(redis) = store.as_redis() else {
+        if !store.keeps_breakers() {
             let mut held = self.held.lock().ok()?;
             let entry = held.entry(source.to_owned()).or_default();
             let r = change(&mut entry.0);
             entry.1 = now;
             return Some((entry.0, r));
-        };
+        }
         for _ in 0..TRIES {
-            let raw = match redis.breaker_get(prefix, source).await {
+            let raw = match store.breaker_get(prefix, source).await {
                 Ok(raw) => raw,
                 Err(e) => {
                     tracing::warn!(source, error = %e, "breaker: cannot read its shared state");
@@ -195,7 +195,7 @@ impl Breakers {
                 .unwrap_or_default();
             let r = change(&mut shared);
             let new = serde_json::to_string(&shared).ok()?;
-            match redis
+            match store
                 .breaker_swap(prefix, source, raw.as_deref(), &new)
                 .await
             {
@@ -231,7 +231,7 @@ impl Breakers {
         let now = now_ms();
         if let Some((shared, read)) = self.cached(source)
             && shared == Shared::default()
-            && (store.as_redis().is_none() || now - read < millis(READ_EVERY))
+            && (!store.keeps_breakers() || now - read < millis(READ_EVERY))
         {
             return Admit::Closed;
         }
@@ -264,7 +264,7 @@ impl Breakers {
         if ok
             && let Some((shared, read)) = self.cached(source)
             && shared == Shared::default()
-            && (store.as_redis().is_none() || now - read < millis(READ_EVERY))
+            && (!store.keeps_breakers() || now - read < millis(READ_EVERY))
         {
             return;
         }

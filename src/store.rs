@@ -647,6 +647,38 @@ impl Store {
         }
     }
 
+    /// Whether a source's breaker state is kept here, shared by every
+    /// process on the store (sqlite and Redis); the memory store leaves it
+    /// to the process ([`crate::breaker::Breakers`]).
+    pub fn keeps_breakers(&self) -> bool {
+        !matches!(self, Store::Memory(_))
+    }
+
+    /// `source`'s breaker state as stored (JSON), if any.
+    pub async fn breaker_get(&self, prefix: &str, source: &str) -> Result<Option<String>, Error> {
+        match self {
+            Store::Memory(_) => Err(Error::NotKept),
+            Store::Sqlite(s) => s.breaker_get(source).await,
+            Store::Redis(r) => r.breaker_get(prefix, source).await,
+        }
+    }
+
+    /// Stores `new` as `source`'s breaker state if it still holds `old`
+    /// (`None`: absent); whether it did.
+    pub async fn breaker_swap(
+        &self,
+        prefix: &str,
+        source: &str,
+        old: Option<&str>,
+        new: &str,
+    ) -> Result<bool, Error> {
+        match self {
+            Store::Memory(_) => Err(Error::NotKept),
+            Store::Sqlite(s) => s.breaker_swap(source, old, new).await,
+            Store::Redis(r) => r.breaker_swap(prefix, source, old, new).await,
+        }
+    }
+
     /// Every paused source, by name.
     pub async fn paused(&self, prefix: &str) -> Result<Vec<(String, Paused)>, Error> {
         match self {

@@ -363,6 +363,36 @@ impl SqliteStore {
         }
     }
 
+    /// The breaker state of `source` as stored (JSON), if any.
+    pub async fn breaker_get(&self, source: &str) -> Result<Option<String>, Error> {
+        let source = source.to_owned();
+        self.read(move |conn| {
+            conn.prepare_cached("SELECT state FROM breakers WHERE source = ?1")?
+                .query_row(params![source], |r| r.get(0))
+                .optional()
+        })
+        .await
+    }
+
+    /// Stores `new` as `source`'s breaker state if it still holds `old`
+    /// (`None`: absent); whether it did.
+    pub async fn breaker_swap(
+        &self,
+        source: &str,
+        old: Option<&str>,
+        new: &str,
+    ) -> Result<bool, Error> {
+        let op = Op::BreakerSwap {
+            source: source.to_owned(),
+            old: old.map(str::to_owned),
+            new: new.to_owned(),
+        };
+        match self.call(op).await? {
+            Reply::Moved(done) => Ok(done),
+            other => Err(unexpected(&other)),
+        }
+    }
+
     /// Every paused source.
     pub async fn paused(&self) -> Result<Vec<(String, super::Paused)>, Error> {
         self.read(|conn| {

@@ -108,6 +108,13 @@ pub enum Op {
     Resume {
         source: String,
     },
+    /// `source`'s breaker state replaced by `new` if it is still `old`
+    /// (`None`: no row): [`Reply::Moved`] says whether it was.
+    BreakerSwap {
+        source: String,
+        old: Option<String>,
+        new: String,
+    },
     /// A write that changes nothing, to show the file takes writes.
     Ping,
 }
@@ -122,6 +129,7 @@ impl Op {
                 | Op::Failure { .. }
                 | Op::Take { .. }
                 | Op::Trail(_)
+                | Op::BreakerSwap { .. }
                 | Op::Ping
         )
     }
@@ -440,6 +448,21 @@ pub(super) fn apply(tx: &Transaction<'_>, op: &Op, now: i64) -> rusqlite::Result
                 "UPDATE queue SET envelope = ?3 WHERE id = ?1 AND envelope = ?2"
             };
             let n = tx.prepare_cached(sql)?.execute(params![id, old, new])?;
+            Ok(Reply::Moved(n == 1))
+        }
+        Op::BreakerSwap { source, old, new } => {
+            let n = match old {
+                Some(old) => tx
+                    .prepare_cached(
+                        "UPDATE breakers SET state = ?3 WHERE source = ?1 AND state = ?2",
+                    )?
+                    .execute(params![source, old, new])?,
+                None => tx
+                    .prepare_cached(
+                        "INSERT INTO breakers (source, state) VALUES (?1, ?2) ON CONFLICT (source) DO NOTHING",
+                    )?
+                    .execute(params![source, new])?,
+            };
             Ok(Reply::Moved(n == 1))
         }
         // Written by `run_batch` with the op it rides on.

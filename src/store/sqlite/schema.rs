@@ -11,6 +11,8 @@
 //! | `dead_letters` | dead letter | `id`, `source`, `event_id`, `event_type`, `attempts`, `last_error`, `dead_ms` |
 //! | `events` (a view of `events_0` to `events_16`) | event in the trail (DESIGN §7a), in the generation that holds it | `generation`, `source`, `event_id`, `event_type`, `state`, `received_ms`, `facts` (one JSON fact a line) |
 //! | `trail_generation` | one row | `current`: the generation written now, `oldest`: the oldest kept, `events`: the events `current` holds |
+//! | `paused` | paused source (DESIGN §6a) | `source`, `paused_by`, `reason`, `since_ms` |
+//! | `breakers` | source whose breaker has been used | `source`, `state` (JSON: failures in a row, open until, cooldown) |
 //!
 //! The trail keeps its bound in generations ([`crate::trail::generations`]),
 //! which take turns in the tables `events_0` to `events_16` (generation
@@ -34,13 +36,24 @@ use std::sync::LazyLock;
 use rusqlite::Connection;
 
 /// Each step takes the file from version `index` to `index + 1`: the
-/// steps written here, then the one that puts the trail's generations in
-/// tables of their own ([`super::trail::slots_step`]).
+/// steps of `WRITTEN`, then the one that puts the trail's generations in
+/// tables of their own ([`super::trail::slots_step`]), then those of `LATER`.
 pub static STEPS: LazyLock<Vec<String>> = LazyLock::new(|| {
     let mut steps: Vec<String> = WRITTEN.iter().map(|s| (*s).to_owned()).collect();
     steps.push(super::trail::slots_step());
+    steps.extend(LATER.iter().map(|s| (*s).to_owned()));
     steps
 });
+
+/// The steps after the trail's tables: each source's circuit breaker, so
+/// that every process on the file (the server, `hookgate dlq replay`) sees
+/// one state.
+const LATER: &[&str] = &[r"
+CREATE TABLE breakers (
+    source TEXT PRIMARY KEY NOT NULL,
+    state  TEXT NOT NULL
+);
+"];
 
 const WRITTEN: &[&str] = &[
     r"
@@ -169,7 +182,7 @@ INSERT INTO trail_generation SELECT 0, 0, count(*) FROM events;
 ];
 
 /// The schema version this build writes.
-pub const VERSION: i64 = WRITTEN.len() as i64 + 1;
+pub const VERSION: i64 = (WRITTEN.len() + 1 + LATER.len()) as i64;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
