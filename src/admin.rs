@@ -363,13 +363,7 @@ where
             let Ok(asked) = serde_json::from_slice::<ReplayRequest>(&body) else {
                 return bad_request(r#"expected {"id": "…"} or {"all": true, "source": "…"}"#);
             };
-            let replayer = Replayer {
-                config: &runtime.config,
-                store: &state.store,
-                forwarder: &state.forwarder,
-                metrics: &state.metrics,
-                traces: state.traces.as_ref(),
-            };
+            let replayer = Replayer::new(state.steps(&runtime.config), false);
             let results = match (asked.id, asked.all) {
                 (Some(id), false) => replayer.replay_id(&id).await.map(|r| vec![(id, r)]),
                 (None, true) => replayer

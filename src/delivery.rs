@@ -40,6 +40,9 @@ use crate::time::unix_now;
 use crate::traces::Span;
 use crate::trail::{self, Fact};
 
+mod admit;
+pub use admit::{Held, app_answered};
+
 /// The longest `Retry-After` honoured; a larger one is cut to this.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3600);
 
@@ -54,6 +57,8 @@ pub struct Steps<'a> {
     pub store: &'a Store,
     pub forwarder: &'a Forwarder,
     pub metrics: &'a Metrics,
+    /// Every source's circuit breaker, as this process knows it.
+    pub breakers: &'a crate::breaker::Breakers,
     /// The tracer, when traces are exported.
     pub traces: Option<&'a std::sync::Arc<crate::traces::Traces>>,
 }
@@ -177,7 +182,7 @@ pub fn trail_attempt(
 }
 
 impl<'a> Steps<'a> {
-    fn prefix(&self) -> &'a str {
+    pub(crate) fn prefix(&self) -> &'a str {
         &self.config.store.key_prefix
     }
 

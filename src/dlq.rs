@@ -39,11 +39,8 @@
 
 use serde::Serialize;
 
-use crate::config::Config;
-use crate::delivery::{Attempt, Claimed, Gated, Steps};
+use crate::delivery::{Attempt, Claimed, Gated, Held, Steps};
 use crate::envelope::{Envelope, Place};
-use crate::forward::Forwarder;
-use crate::metrics::Metrics;
 use crate::seal::Keyring;
 use crate::store::{self, Store, Stored};
 use crate::trail::{Fact, Mode, State};
@@ -174,6 +171,9 @@ pub enum Replayed {
     /// Its payload does not open with the configured keys (DESIGN §4b);
     /// kept as it was, nothing sent.
     Unopenable { error: String },
+    /// Its source is paused, or its breaker open (`held`: `paused`,
+    /// `breaker`), and the replay did not wait; kept as it was.
+    Held { held: &'static str },
     /// The app did not take it; kept under `new_id` with the new error.
     Failed {
         error: String,
@@ -196,6 +196,9 @@ impl Replayed {
 pub enum Progress<'a> {
     /// The entries to replay are listed; none is replayed yet.
     Listed { total: usize },
+    /// The next entry waits: its source is paused or its breaker open
+    /// (said once per wait).
+    Waiting { source: &'a str, held: Held },
     /// Entry `done` of `total` (1-based) was replayed with `result`.
     Replayed {
         done: usize,
@@ -205,25 +208,38 @@ pub enum Progress<'a> {
     },
 }
 
-/// What a replay needs: the config in force (upstream, prefix), the store,
-/// the client to the app and the metrics to count its answers in.
+/// What a replay needs: the delivery steps of the process (the config in
+/// force, the store, the client to the app, the metrics, the breakers and
+/// the tracer), and whether to wait when delivery is held.
 pub struct Replayer<'a> {
-    pub config: &'a Config,
-    pub store: &'a Store,
-    pub forwarder: &'a Forwarder,
-    pub metrics: &'a Metrics,
-    /// The tracer, when traces are exported: each replay is a span in the
-    /// trace of the request that brought the event.
-    pub traces: Option<&'a std::sync::Arc<crate::traces::Traces>>,
+    pub steps: Steps<'a>,
+    /// Whether a replay held by a paused source or an open breaker waits
+    /// until it may go (a command, a background run), or comes back
+    /// [`Replayed::Held`] at once (one entry asked over HTTP).
+    pub wait: bool,
+    /// `max_rate` where the store does not share a limiter: this
+    /// replayer's own.
+    pub pacer: tokio::sync::Mutex<crate::pace::Local>,
+}
+
+impl<'a> Replayer<'a> {
+    /// A replayer on `steps`; `wait`: see [`Replayer::wait`].
+    pub fn new(steps: Steps<'a>, wait: bool) -> Replayer<'a> {
+        Replayer {
+            steps,
+            wait,
+            pacer: tokio::sync::Mutex::default(),
+        }
+    }
 }
 
 impl Replayer<'_> {
     /// Replays one entry by id.
     pub async fn replay_id(&self, id: &str) -> Result<Replayed, Error> {
         let dead = get(
-            self.store,
-            &self.config.store.key_prefix,
-            &self.config.store.encryption,
+            self.steps.store,
+            &self.steps.config.store.key_prefix,
+            &self.steps.config.store.encryption,
             id,
         )
         .await?;
@@ -246,9 +262,9 @@ impl Replayer<'_> {
         mut progress: impl FnMut(Progress<'_>),
     ) -> Result<Vec<(Dead, Replayed)>, Error> {
         let entries = list(
-            self.store,
-            &self.config.store.key_prefix,
-            &self.config.store.encryption,
+            self.steps.store,
+            &self.steps.config.store.key_prefix,
+            &self.steps.config.store.encryption,
             source,
         )
         .await?;
@@ -256,7 +272,7 @@ impl Replayer<'_> {
         progress(Progress::Listed { total });
         let mut out = Vec::with_capacity(total);
         for dead in entries {
-            let result = self.replay(dead.clone()).await?;
+            let result = self.replay_with(dead.clone(), &mut progress).await?;
             progress(Progress::Replayed {
                 done: out.len() + 1,
                 total,
@@ -268,30 +284,70 @@ impl Replayer<'_> {
         Ok(out)
     }
 
-    /// The delivery steps, on this replayer's config, store, client and metrics.
-    fn steps(&self) -> Steps<'_> {
-        Steps {
-            config: self.config,
-            store: self.store,
-            forwarder: self.forwarder,
-            metrics: self.metrics,
-            traces: self.traces,
-        }
-    }
-
     /// Sends one dead letter to the app and settles it, through the same
     /// steps as every other delivery: the nonce (for a forward-mode event,
     /// which may have got through on a sender retry), the version gate with
     /// the resource's lease, one attempt, then commit or release.
     pub async fn replay(&self, dead: Dead) -> Result<Replayed, Error> {
-        let prefix = &self.config.store.key_prefix;
-        let steps = self.steps();
+        self.replay_with(dead, &mut |_| {}).await
+    }
+
+    /// Waits until a delivery of `source` may start (DESIGN §6a: its
+    /// pause, its breaker, then its `max_rate`), telling `progress` once
+    /// per wait; without [`Replayer::wait`], a held delivery comes back as
+    /// it is. A source no longer configured is not held.
+    async fn admitted(
+        &self,
+        source: &str,
+        progress: &mut impl FnMut(Progress<'_>),
+    ) -> Result<Option<Held>, Error> {
+        let Some(source) = self.steps.config.sources.iter().find(|s| s.name == source) else {
+            return Ok(None);
+        };
+        let mut told: Option<&'static str> = None;
+        loop {
+            match self.steps.admit(source).await? {
+                None => break,
+                Some(held) if !self.wait => return Ok(Some(held)),
+                Some(held) => {
+                    if told != Some(held.word()) {
+                        told = Some(held.word());
+                        tracing::info!(source = %source.name, held = held.word(), "replay waits: delivery is held");
+                        progress(Progress::Waiting {
+                            source: &source.name,
+                            held,
+                        });
+                    }
+                    let wait = match held {
+                        Held::Paused => crate::pause::READ_EVERY,
+                        Held::Breaker(left) => left.min(crate::breaker::READ_EVERY),
+                    };
+                    tokio::time::sleep(wait.max(std::time::Duration::from_millis(50))).await;
+                }
+            }
+        }
+        let mut local = self.pacer.lock().await;
+        self.steps.pace(source, &mut local).await;
+        Ok(None)
+    }
+
+    /// [`Replayer::replay`], telling `progress` when it waits.
+    async fn replay_with(
+        &self,
+        dead: Dead,
+        progress: &mut impl FnMut(Progress<'_>),
+    ) -> Result<Replayed, Error> {
+        let prefix = &self.steps.config.store.key_prefix;
+        let steps = self.steps;
         let mut envelope = dead.envelope;
         if let Some(why) = envelope.unopenable() {
             crate::seal::report(&envelope.source, &dead.id, why);
             return Ok(Replayed::Unopenable {
                 error: why.to_string(),
             });
+        }
+        if let Some(held) = self.admitted(&envelope.source, progress).await? {
+            return Ok(Replayed::Held { held: held.word() });
         }
         let gate = envelope.gate();
         let event = envelope.event(gate.as_ref());
@@ -337,6 +393,16 @@ impl Replayer<'_> {
         };
 
         let tried = envelope.attempt(&steps, &event, Mode::Replay).await;
+        if let Some(source) = steps
+            .config
+            .sources
+            .iter()
+            .find(|s| s.name == envelope.source)
+        {
+            steps
+                .breaker_record(source, &tried.attempt, tried.status)
+                .await;
+        }
         let fact = |state: State, dead_letter_id: Option<String>| Fact::Attempted {
             attempt: tried.trail(Mode::Replay),
             state,
@@ -364,23 +430,25 @@ impl Replayer<'_> {
         envelope.last_attempt_ms = Some(crate::time::now_ms());
         envelope.last_error = Some(error.clone());
         let new_id = self
+            .steps
             .store
             .dead_replace(
                 prefix,
                 &dead.id,
                 envelope.meta(),
-                envelope.encode(&self.config.store.encryption, Place::DeadLetter),
+                envelope.encode(&self.steps.config.store.encryption, Place::DeadLetter),
             )
             .await?;
         let kept_as = new_id.clone().unwrap_or_else(|| dead.id.clone());
         if let Err(e) = self
+            .steps
             .store
             .trail_write(
                 prefix,
                 &envelope.source,
                 &envelope.event_id,
                 vec![fact(State::DeadLetter, Some(kept_as))],
-                self.config.admin.trail_max_events,
+                self.steps.config.admin.trail_max_events,
             )
             .await
         {
@@ -391,8 +459,9 @@ impl Replayer<'_> {
     }
 
     async fn remove(&self, id: &str) -> Result<(), Error> {
-        self.store
-            .dead_remove(&self.config.store.key_prefix, id)
+        self.steps
+            .store
+            .dead_remove(&self.steps.config.store.key_prefix, id)
             .await?;
         Ok(())
     }

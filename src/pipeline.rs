@@ -241,13 +241,7 @@ async fn deliver(
     span: Span,
 ) -> Response<Body> {
     let source = &runtime.config.sources[index];
-    let steps = Steps {
-        config: &runtime.config,
-        store: &state.store,
-        forwarder: &state.forwarder,
-        metrics: &state.metrics,
-        traces: state.traces.as_ref(),
-    };
+    let steps = state.steps(&runtime.config);
     let event_id = key_safe_id(&verified.event_id);
     // An id the signature does not cover names the event but cannot tell
     // copies apart: the same signed bytes under a fresh id are the same event.
@@ -317,17 +311,7 @@ async fn deliver(
     // The breaker (forward mode): open, the app is not asked and the nonce
     // is let go, so the sender's retry after `Retry-After` is taken afresh.
     if source.delivery == Delivery::Forward
-        && source.breaker.is_some()
-        && let crate::breaker::Admit::Open { retry_after } = state
-            .breakers
-            .admit(
-                &state.store,
-                &state.metrics,
-                &runtime.config.store.key_prefix,
-                &source.name,
-                runtime.config.server.upstream_timeout + std::time::Duration::from_secs(5),
-            )
-            .await
+        && let crate::breaker::Admit::Open { retry_after } = steps.breaker_admit(source).await
     {
         steps.release(&event, Some(nonce)).await;
         let retry_after =
@@ -440,20 +424,9 @@ async fn deliver(
         .await;
     let attempt_trace = forwarding.trace_id();
     forwarding.end();
-    if let Some(settings) = &source.breaker {
-        let ok = matches!(&attempted.answer, Ok(r) if !r.status().is_server_error());
-        state
-            .breakers
-            .record(
-                &state.store,
-                &state.metrics,
-                &runtime.config.store.key_prefix,
-                &source.name,
-                settings,
-                ok,
-            )
-            .await;
-    }
+    steps
+        .breaker_record(source, &attempted.attempt, attempted.status())
+        .await;
     let (word, settled) = match (&attempted.attempt, &attempted.answer) {
         (Attempt::Delivered, _) => ("forwarded", trail::State::Delivered),
         (_, Ok(_)) => ("forwarded", trail::State::Released),

@@ -34,7 +34,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Delivery, Source};
-use crate::delivery::{Attempt, Gated, Steps};
+use crate::delivery::{Attempt, Gated};
 use crate::envelope::{Envelope, Place};
 use crate::state::State;
 use crate::store::{self, Stored, keys};
@@ -221,12 +221,8 @@ async fn worker(
         let mut free = source.max_in_flight.saturating_sub(in_flight.len());
         // The breaker: open, nothing is taken (no attempt is spent);
         // half-open, one entry is, as the probe.
-        if source.breaker.is_some() && free > 0 {
-            match state
-                .breakers
-                .admit(&state.store, &state.metrics, &prefix, &source.name, lease)
-                .await
-            {
+        if free > 0 {
+            match state.steps(&runtime.config).breaker_admit(&source).await {
                 crate::breaker::Admit::Open { retry_after } => {
                     holds.held("breaker", None);
                     while in_flight.try_join_next().is_some() {}
@@ -520,13 +516,7 @@ impl Job {
             self.park(&id, &envelope, UNOPENABLE_WAIT, None).await;
             return;
         }
-        let steps = Steps {
-            config: &runtime.config,
-            store: &self.state.store,
-            forwarder: &self.state.forwarder,
-            metrics: &self.state.metrics,
-            traces: self.state.traces.as_ref(),
-        };
+        let steps = self.state.steps(&runtime.config);
         let metrics = &self.state.metrics;
         let name = self.source.name.as_str();
         let gate = envelope.gate();
@@ -562,18 +552,9 @@ impl Job {
         let paced_ms = i64::try_from(self.paced.as_millis()).unwrap_or(i64::MAX);
         let waited = waited(&self.holds, paced_ms, due, now_ms());
         let tried = envelope.attempt(&steps, &event, Mode::Queue).await;
-        if let Some(settings) = &self.source.breaker {
-            // A failure is a 5xx, a timeout or a refused connection; a 429
-            // or another 4xx is the app answering.
-            let ok = match &tried.attempt {
-                Attempt::Failed { .. } => tried.status.is_some_and(|s| s < 500),
-                _ => true,
-            };
-            self.state
-                .breakers
-                .record(&self.state.store, metrics, &self.prefix, name, settings, ok)
-                .await;
-        }
+        steps
+            .breaker_record(&self.source, &tried.attempt, tried.status)
+            .await;
         let attempts = envelope.attempts.saturating_add(1);
         let fact =
             |state: trail::State, next: Option<Duration>, dead: Option<String>| Fact::Attempted {

@@ -58,6 +58,19 @@ pub struct State {
 }
 
 impl State {
+    /// The delivery steps of this process under `config` (the config in
+    /// force when the delivery started).
+    pub fn steps<'a>(&'a self, config: &'a Config) -> crate::delivery::Steps<'a> {
+        crate::delivery::Steps {
+            config,
+            store: &self.store,
+            forwarder: &self.forwarder,
+            metrics: &self.metrics,
+            breakers: &self.breakers,
+            traces: self.traces.as_ref(),
+        }
+    }
+
     /// Builds the shared state; fails when `[server.tls]` names unusable files.
     pub fn new(config: Config, store: Store) -> Result<Self, Error> {
         let tls = match &config.server.tls {

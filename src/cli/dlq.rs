@@ -67,13 +67,19 @@ pub async fn dlq(path: &Path, action: DlqAction) -> ExitCode {
                 }
                 None => None,
             };
-            let replayer = Replayer {
-                config: &config,
-                store: &store,
-                forwarder: &forwarder,
-                metrics: &metrics,
-                traces: traces.as_ref(),
-            };
+            // The breakers' state is the store's; this process keeps a copy.
+            let breakers = crate::breaker::Breakers::default();
+            let replayer = Replayer::new(
+                crate::delivery::Steps {
+                    config: &config,
+                    store: &store,
+                    forwarder: &forwarder,
+                    metrics: &metrics,
+                    breakers: &breakers,
+                    traces: traces.as_ref(),
+                },
+                true,
+            );
             let results = match (id, all) {
                 (Some(id), _) => replayer.replay_id(&id).await.map(|r| vec![(id, r)]),
                 (None, _) => {
@@ -116,6 +122,10 @@ pub async fn dlq(path: &Path, action: DlqAction) -> ExitCode {
                     Replayed::Unopenable { error } => {
                         failed += 1;
                         println!("{id}: {error}; kept, nothing sent")
+                    }
+                    Replayed::Held { held } => {
+                        failed += 1;
+                        println!("{id}: delivery held ({held}); kept, nothing sent")
                     }
                     Replayed::Failed { error, new_id } => {
                         failed += 1;
@@ -175,6 +185,19 @@ impl ReplayBar {
         match progress {
             crate::dlq::Progress::Listed { total } => {
                 self.bar.set_length(total as u64);
+            }
+            crate::dlq::Progress::Waiting { source, held } => {
+                let why = match held {
+                    crate::delivery::Held::Paused => {
+                        "its delivery is paused (hookgate sources resume)".to_owned()
+                    }
+                    crate::delivery::Held::Breaker(left) => format!(
+                        "the app's breaker is open for {}s more",
+                        left.as_secs().max(1)
+                    ),
+                };
+                self.bar
+                    .suspend(|| eprintln!("hookgate dlq replay: waiting for {source}: {why}"));
             }
             crate::dlq::Progress::Replayed { done, result, .. } => {
                 if result.is_success() {

@@ -538,6 +538,8 @@ fn progress(run: &Progress) -> Markup {
             p.status data-field="status" {
                 @if run.finished {
                     @match &run.error { Some(e) => (e), None => "Finished." }
+                } @else if let Some(held) = run.held {
+                    "Waiting: " (held) " (this page updates itself)"
                 } @else {
                     "Running… (this page updates itself)"
                 }

@@ -31,6 +31,8 @@ pub struct Progress {
     pub finished: bool,
     /// Why the run stopped early (a store error), if it did.
     pub error: Option<String>,
+    /// Why the next entry waits, while it does (DESIGN §6a).
+    pub held: Option<&'static str>,
 }
 
 #[derive(Default)]
@@ -78,6 +80,7 @@ impl Replays {
                 failed: 0,
                 finished: false,
                 error: None,
+                held: None,
             });
             id
         };
@@ -86,18 +89,19 @@ impl Replays {
         let (run, source) = (id.clone(), source.to_owned());
         tokio::spawn(async move {
             let runtime = state.runtime();
-            let replayer = Replayer {
-                config: &runtime.config,
-                store: &state.store,
-                forwarder: &state.forwarder,
-                metrics: &state.metrics,
-                traces: state.traces.as_ref(),
-            };
+            let replayer = Replayer::new(state.steps(&runtime.config), true);
             let replays = &console.replays;
             let result = replayer
                 .replay_all_with(Some(&source), |step| match step {
                     Step::Listed { total } => replays.update(&run, |p| p.total = Some(total)),
+                    Step::Waiting { held, .. } => replays.update(&run, |p| {
+                        p.held = Some(match held {
+                            crate::delivery::Held::Paused => "the source's delivery is paused",
+                            crate::delivery::Held::Breaker(_) => "the app's breaker is open",
+                        });
+                    }),
                     Step::Replayed { done, result, .. } => replays.update(&run, |p| {
+                        p.held = None;
                         p.done = done;
                         if result.is_success() {
                             p.delivered += 1;

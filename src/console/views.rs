@@ -532,6 +532,12 @@ pub async fn dead_letters(
             "already_delivered" => format!("{id}: already delivered by a sender retry; removed."),
             "stale_version" => format!("{id}: the app has this version or a newer one; removed."),
             "in_flight" => format!("{id}: a copy of this event is in flight right now; kept."),
+            "paused" => format!(
+                "{id}: its source's delivery is paused; kept, nothing sent (resume it first)."
+            ),
+            "breaker_open" => format!(
+                "{id}: the app's breaker is open; kept, nothing sent (try again after its cooldown)."
+            ),
             "unopenable" => format!(
                 "{id}: its payload cannot be opened with the configured keys; kept, nothing sent."
             ),
@@ -559,19 +565,15 @@ pub async fn replay_one(state: &Arc<State>, form: &[(String, String)]) -> Respon
         return redirect("/console/dead-letters");
     };
     let runtime = state.runtime();
-    let replayer = Replayer {
-        config: &runtime.config,
-        store: &state.store,
-        forwarder: &state.forwarder,
-        metrics: &state.metrics,
-        traces: state.traces.as_ref(),
-    };
+    let replayer = Replayer::new(state.steps(&runtime.config), false);
     let result = match replayer.replay_id(&id).await {
         Ok(Replayed::Delivered) => "delivered",
         Ok(Replayed::AlreadyDelivered) => "already_delivered",
         Ok(Replayed::StaleVersion) => "stale_version",
         Ok(Replayed::InFlight) => "in_flight",
         Ok(Replayed::Unopenable { .. }) => "unopenable",
+        Ok(Replayed::Held { held: "paused" }) => "paused",
+        Ok(Replayed::Held { .. }) => "breaker_open",
         Ok(Replayed::Failed { .. }) => "failed",
         Err(dlq::Error::NotFound(_)) => "not_found",
         Err(e) => {

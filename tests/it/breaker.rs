@@ -234,3 +234,119 @@ async fn queue_mode_shares_the_breaker_between_replicas_and_spends_no_attempt_wh
         );
     }
 }
+
+/// A replay goes through the attempt's phases like a queued delivery
+/// (DESIGN §6b): `hookgate dlq replay --all`, beside the running server on
+/// SQLite, waits while the source is paused and while its breaker is open,
+/// sends nothing meanwhile, and delivers each dead letter once after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_waits_for_a_paused_source_and_an_open_breaker() {
+    use crate::delivery_kit::hookgate_cli;
+    let app = App::start().await;
+    let backend = Backend::sqlite();
+    let queued = "delivery = \"queue\"\nretry_schedule = [\"1s\", \"1s\", \"1s\", \"1s\"]\n\
+         [source.breaker]\nfailures = 2\ncooldown = \"3s\"\nmax_cooldown = \"3s\"\n";
+    let gate = Hookgate::start(&config(&app, &backend, &source("q", queued))).await;
+    let public = gate.public_addr();
+    let path = gate.config_path().to_str().expect("utf-8").to_owned();
+
+    // Dead letters: the app refuses them (a 4xx is the app answering: the
+    // breaker stays closed).
+    app.answer_with(400);
+    for id in ["d1", "d2", "d3"] {
+        assert_eq!(
+            send_signed(public, "q", id, &format!("{{\"{id}\":1}}"))
+                .await
+                .status,
+            200
+        );
+    }
+    crate::delivery_kit::eventually("three dead letters", || {
+        (backend.dead_letters() == 3).then_some(())
+    })
+    .await;
+    app.answer_with(200);
+
+    // Paused: the replay waits and sends nothing until the resume.
+    let (code, out, err) = hookgate_cli(&["sources", "--config", &path, "pause", "q"]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    let seen_before = app.seen().len();
+    let replay = {
+        let path = path.clone();
+        tokio::spawn(
+            async move { hookgate_cli(&["dlq", "--config", &path, "replay", "--all"]).await },
+        )
+    };
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(app.seen().len(), seen_before, "nothing sent while paused");
+    assert!(!replay.is_finished(), "the replay waits");
+    let (code, out, err) = hookgate_cli(&["sources", "--config", &path, "resume", "q"]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = replay.await.expect("the replay");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("waiting for q: its delivery is paused"),
+        "{err}"
+    );
+    for id in ["d1", "d2", "d3"] {
+        assert_eq!(
+            app.seen_event(id).len(),
+            2,
+            "{id}: refused once, replayed once"
+        );
+    }
+
+    // Dead letters again, then the breaker opened by two failures in a row.
+    app.answer_with(400);
+    for id in ["r1", "r2"] {
+        assert_eq!(
+            send_signed(public, "q", id, &format!("{{\"{id}\":1}}"))
+                .await
+                .status,
+            200
+        );
+    }
+    crate::delivery_kit::eventually("two dead letters", || {
+        (backend.dead_letters() == 2).then_some(())
+    })
+    .await;
+    app.answer_with(503);
+    for id in ["f1", "f2"] {
+        assert_eq!(
+            send_signed(public, "q", id, &format!("{{\"{id}\":1}}"))
+                .await
+                .status,
+            200
+        );
+    }
+    let opened = crate::delivery_kit::eventually("the breaker open", || {
+        let failed = app.seen().iter().filter(|s| s.status == 503).count();
+        (failed >= 2).then(std::time::Instant::now)
+    })
+    .await;
+    let replay = {
+        let path = path.clone();
+        tokio::spawn(
+            async move { hookgate_cli(&["dlq", "--config", &path, "replay", "--all"]).await },
+        )
+    };
+    // The app is back before the cooldown ends; nothing is sent before it.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    app.answer_with(200);
+    let (code, out, err) = replay.await.expect("the replay");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("waiting for q: the app's breaker is open"),
+        "{err}"
+    );
+    for id in ["r1", "r2"] {
+        let seen = app.seen_event(id);
+        assert_eq!(seen.len(), 2, "{id}: refused once, replayed once");
+        assert!(
+            seen[1].at >= opened + Duration::from_millis(2500),
+            "{id} replayed {:?} after the breaker opened, inside its 3s cooldown",
+            seen[1].at - opened
+        );
+    }
+    drop(gate);
+}
