@@ -97,6 +97,7 @@ use std::path::Path;
 mod check;
 pub mod duration;
 mod encryption;
+mod filters;
 mod generic;
 mod keys;
 mod raw;

@@ -43,8 +43,8 @@ mod detach;
 mod kept;
 
 use bypass::{forward_unchecked, log_unmatched, observe, unmatched};
-use kept::{commit_behind, count_failure, enqueue, retry_commit};
 use detach::{Detachable, Panicked};
+use kept::{commit_behind, count_failure, enqueue, retry_commit};
 
 /// A commit that fails (Redis died just after the app's 2xx) is tried again
 /// in the background for this long, every [`COMMIT_RETRY_EVERY`], so that a

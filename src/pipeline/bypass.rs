@@ -140,7 +140,12 @@ where
 
 /// Counts, logs and ends a request no source took (`http.response.status_code`
 /// is hookgate's, unless the app's answer was set on `span` already).
-pub(super) fn log_unmatched(state: &State, mut span: Span, parts: &http::request::Parts, outcome: &Outcome) {
+pub(super) fn log_unmatched(
+    state: &State,
+    mut span: Span,
+    parts: &http::request::Parts,
+    outcome: &Outcome,
+) {
     state.metrics.request("", outcome.code());
     let status = outcome.status();
     let trace_id = span.trace_id();

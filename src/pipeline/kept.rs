@@ -59,7 +59,12 @@ pub(super) async fn enqueue(
 
 /// Counts a forward failure (5xx, unreachable, too slow) of one event id; the
 /// [`dlq::FORWARD_FAILURES`]th in a row copies it to the dead-letter stream.
-pub(super) async fn count_failure(state: &State, runtime: &Runtime, mut envelope: Envelope, error: String) {
+pub(super) async fn count_failure(
+    state: &State,
+    runtime: &Runtime,
+    mut envelope: Envelope,
+    error: String,
+) {
     if !state.store.keeps_queue() {
         return;
     }
@@ -155,7 +160,13 @@ pub(super) async fn commit_behind(
 /// Safe at any time: the app accepted the event (forward) or it is durably
 /// queued (queue), so `done` is true whoever holds the key by then (see
 /// [`crate::store::Store::commit`]).
-pub(super) fn retry_commit(state: &Arc<State>, nonce: Lease, ttl: Duration, source: String, event_id: String) {
+pub(super) fn retry_commit(
+    state: &Arc<State>,
+    nonce: Lease,
+    ttl: Duration,
+    source: String,
+    event_id: String,
+) {
     let state = Arc::clone(state);
     tokio::spawn(async move {
         let deadline = tokio::time::Instant::now() + COMMIT_RETRY_FOR;

@@ -165,7 +165,8 @@ end
 roll(n)
 return {long, retired, dropped}
 ";
-pub(super) static WRITE_SOURCE: LazyLock<String> = LazyLock::new(|| format!("{ROLL_FN}\n{WRITE_BODY}"));
+pub(super) static WRITE_SOURCE: LazyLock<String> =
+    LazyLock::new(|| format!("{ROLL_FN}\n{WRITE_BODY}"));
 pub(super) static WRITE: LazyLock<Script> = LazyLock::new(|| Script::new(&WRITE_SOURCE));
 
 /// Removes generation ARGV[2]'s keys unless it is between the oldest and
@@ -196,4 +197,3 @@ end
 return 0
 ";
 pub(super) static COMPACT: LazyLock<Script> = LazyLock::new(|| Script::new(COMPACT_LUA));
-
