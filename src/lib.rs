@@ -32,8 +32,9 @@
 //!   the WAL syncer, the schema, the trail);
 //!   `store::keys` holds the whole key layout.
 //! - [`ordering`]: the version gate: never older than what the app accepted.
-//! - [`delivery`]: the life of a claimed event, written once: claim, gate,
-//!   attempt (re-signed when the source asks), commit or release; forward
+//! - [`delivery`]: the life of a claimed event, written once: admit (a
+//!   paused source, the breaker, `max_rate`), claim, gate, attempt
+//!   (re-signed when the source asks), record, commit or release; forward
 //!   mode, the queue workers and replays all call it.
 //! - [`forward`]: the keep-alive HTTP/1.1 client to the app, header hygiene, timeouts.
 //! - [`envelope`]: a verified request as kept for later (queue, dead letters),
