@@ -280,6 +280,48 @@ async fn config_path_of(gate: &Hookgate) -> String {
     gate.config_path().to_str().expect("utf-8").to_owned()
 }
 
+/// Pauses source q and waits until its worker obeys (within a second).
+async fn pause_q(gate: &Hookgate) {
+    assert_eq!(
+        admin(gate, Method::POST, "/sources/q/pause").await.status,
+        200
+    );
+    eventually("q's worker paused", || async {
+        let metrics = Metrics::parse(&admin(gate, Method::GET, "/metrics").await.text());
+        match metrics.get("hookgate_source_paused", &[("source", "q")]) {
+            Some(n) if n as i64 == 1 => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+}
+
+/// Source q paused; d1 a dead letter (the app refuses it); `ids` queued
+/// on q; the app answering 200 again.
+async fn dead_letter_and_paused_queue(
+    gate: &Hookgate,
+    upstream: &Upstream,
+    marker: &str,
+    ids: &[&str],
+) {
+    pause_q(gate).await;
+    upstream.set_reply(Reply::status(400));
+    queue(gate, "d", "d1", marker).await;
+    eventually("d1 a dead letter", || async {
+        let listed = admin(gate, Method::GET, "/dlq").await.text();
+        if listed.contains("\"d1\"") {
+            Ok(())
+        } else {
+            Err(listed)
+        }
+    })
+    .await;
+    upstream.set_reply(Reply::status(200));
+    for id in ids {
+        queue(gate, "q", id, marker).await;
+    }
+}
+
 // ---------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -296,26 +338,7 @@ async fn sealed_at_rest(kept: Kept) {
     let marker = "MARKER7731";
     let upstream = Upstream::start().await;
     let gate = Hookgate::start(&config(&upstream, &kept, &[("k1", K1)])).await;
-    assert_eq!(
-        admin(&gate, Method::POST, "/sources/q/pause").await.status,
-        200
-    );
-    // A dead letter: the app refuses d1.
-    upstream.set_reply(Reply::status(400));
-    queue(&gate, "d", "d1", marker).await;
-    eventually("d1 a dead letter", || async {
-        let listed = admin(&gate, Method::GET, "/dlq").await.text();
-        if listed.contains("\"d1\"") {
-            Ok(())
-        } else {
-            Err(listed)
-        }
-    })
-    .await;
-    upstream.set_reply(Reply::status(200));
-    for id in ["q1", "q2", "q3"] {
-        queue(&gate, "q", id, marker).await;
-    }
+    dead_letter_and_paused_queue(&gate, &upstream, marker, &["q1", "q2", "q3"]).await;
     let stored = tokio::task::block_in_place(|| kept.bytes());
     assert!(contains(&stored, "q3"), "the scan reads the stored entries");
     assert!(contains(&stored, "\"sealed\":\"k1\""), "sealed under k1");
@@ -353,10 +376,7 @@ async fn rotation(kept: Kept) {
     let upstream = Upstream::start().await;
     // Before encryption: stored as they are (the scan finds them).
     let mut gate = Hookgate::start(&config(&upstream, &kept, &[])).await;
-    assert_eq!(
-        admin(&gate, Method::POST, "/sources/q/pause").await.status,
-        200
-    );
+    pause_q(&gate).await;
     for id in ["p1", "p2"] {
         queue(&gate, "q", id, marker).await;
     }
@@ -532,25 +552,7 @@ async fn unopenable(kept: Kept) {
     let marker = "TAMPER9090";
     let upstream = Upstream::start().await;
     let gate = Hookgate::start(&config(&upstream, &kept, &[("k1", K1)])).await;
-    assert_eq!(
-        admin(&gate, Method::POST, "/sources/q/pause").await.status,
-        200
-    );
-    upstream.set_reply(Reply::status(400));
-    queue(&gate, "d", "d1", marker).await;
-    eventually("d1 a dead letter", || async {
-        let listed = admin(&gate, Method::GET, "/dlq").await.text();
-        if listed.contains("\"d1\"") {
-            Ok(())
-        } else {
-            Err(listed)
-        }
-    })
-    .await;
-    upstream.set_reply(Reply::status(200));
-    for id in ["t1", "t2"] {
-        queue(&gate, "q", id, marker).await;
-    }
+    dead_letter_and_paused_queue(&gate, &upstream, marker, &["t1", "t2"]).await;
     tokio::task::block_in_place(|| flip(&kept, "t1"));
     drop(gate);
 
