@@ -267,12 +267,12 @@ impl Store {
         }
     }
 
-    /// The Redis backend, for what only Redis has (replication counters);
-    /// `None` for the other engines.
-    pub fn as_redis(&self) -> Option<&redis::RedisStore> {
+    /// Whether the servers may evict keys, and how many they did (DESIGN §7,
+    /// [`redis::eviction`]); `None` for the engines that never evict.
+    pub async fn eviction(&self) -> Result<Option<redis::eviction::Eviction>, Error> {
         match self {
-            Store::Redis(store) => Some(store),
-            _ => None,
+            Store::Redis(store) => redis::eviction::read(store).await.map(Some),
+            Store::Memory(_) | Store::Sqlite(_) => Ok(None),
         }
     }
 

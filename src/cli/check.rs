@@ -96,16 +96,8 @@ fn warn_eviction(path: &Path, config: &Config) {
     };
     let read = runtime.block_on(async {
         let store = crate::open_store(config)?;
-        let Some(redis) = store.as_redis() else {
-            return Ok(None);
-        };
-        match tokio::time::timeout(
-            CHECK_STORE_TIMEOUT,
-            crate::store::redis::eviction::read(redis),
-        )
-        .await
-        {
-            Ok(read) => read.map(Some),
+        match tokio::time::timeout(CHECK_STORE_TIMEOUT, store.eviction()).await {
+            Ok(read) => read,
             Err(_) => Err(crate::store::Error::Unavailable(format!(
                 "no answer within {}s",
                 CHECK_STORE_TIMEOUT.as_secs()
