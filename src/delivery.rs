@@ -41,7 +41,9 @@ use crate::traces::Span;
 use crate::trail::{self, Fact};
 
 mod admit;
+mod stored;
 pub use admit::{Held, app_answered};
+pub use stored::Tried;
 
 /// The longest `Retry-After` honoured; a larger one is cut to this.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3600);

@@ -350,7 +350,7 @@ impl Replayer<'_> {
             return Ok(Replayed::Held { held: held.word() });
         }
         let gate = envelope.gate();
-        let event = envelope.event(gate.as_ref());
+        let event = crate::delivery::Event::of(&envelope, gate.as_ref());
 
         let nonce = if envelope.delivery == "forward" {
             match steps.claim(&event).await? {
@@ -392,7 +392,7 @@ impl Replayer<'_> {
             },
         };
 
-        let tried = envelope.attempt(&steps, &event, Mode::Replay).await;
+        let tried = steps.attempt_stored(&envelope, &event, Mode::Replay).await;
         if let Some(source) = steps
             .config
             .sources

@@ -10,38 +10,11 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Delivery, Source};
-use crate::delivery::{Attempt, Event, Steps};
 use crate::forward;
 use crate::ordering::Gate;
 use crate::seal::{Binding, Keyring, Unopenable};
 use crate::time::now_ms;
-use crate::traces::{Parent, Span};
-use crate::trail::Mode;
-
-/// How an attempt with a stored envelope went, as the trail records it.
-#[derive(Debug)]
-pub struct Tried {
-    pub attempt: Attempt,
-    /// The §3 word: `forwarded` when the app answered, else why not.
-    pub outcome: &'static str,
-    pub status: Option<u16>,
-    pub elapsed: std::time::Duration,
-    /// The attempt's trace id, when it was traced and kept.
-    pub trace_id: Option<String>,
-}
-
-impl Tried {
-    /// The attempt as the trail records it, made now by this replica.
-    pub fn trail(&self, mode: Mode) -> crate::trail::Attempt {
-        crate::delivery::trail_attempt(
-            mode,
-            self.outcome,
-            self.status,
-            self.elapsed,
-            self.trace_id.clone(),
-        )
-    }
-}
+use crate::traces::Parent;
 
 /// A header value as stored: text when it is UTF-8, base64 otherwise.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -291,76 +264,6 @@ impl Envelope {
     /// What the event's nonce is keyed by.
     pub fn nonce_id(&self) -> &str {
         self.nonce_id.as_deref().unwrap_or(&self.event_id)
-    }
-
-    /// One attempt at the app with the stored request ([`Steps::attempt`]),
-    /// the next of this event, in `mode` (queue or replay), traced in the
-    /// trace of the request that brought it; a request that can no longer be
-    /// rebuilt is refused, not retried.
-    pub async fn attempt(&self, steps: &Steps<'_>, event: &Event<'_>, mode: Mode) -> Tried {
-        let attempt = self.attempts.saturating_add(1);
-        let mut span = match steps.traces {
-            Some(traces) => traces.delivery(
-                self.trace
-                    .as_deref()
-                    .and_then(|t| Parent::parse(t.as_bytes())),
-            ),
-            None => Span::none(),
-        };
-        // The event's names, on a span that lives apart from its request's.
-        if span.recording() {
-            span.str("hookgate.source", &self.source);
-            span.str("hookgate.event_id", &self.event_id);
-            if let Some(event_type) = self.event_type.as_ref().filter(|_| self.type_signed) {
-                span.str("hookgate.event_type", event_type);
-            }
-        }
-        span.word("hookgate.delivery.mode", mode.word());
-        span.int("hookgate.delivery.attempt", i64::from(attempt));
-        let tried = match self.request_parts() {
-            Ok(parts) => {
-                let attempted = steps
-                    .attempt(event, &parts, self.body.clone(), self.peer, &mut span)
-                    .await;
-                Tried {
-                    outcome: match &attempted.answer {
-                        Ok(_) => "forwarded",
-                        Err(e) => crate::outcome::Outcome::from(e).code(),
-                    },
-                    status: attempted.status(),
-                    elapsed: attempted.elapsed,
-                    attempt: attempted.attempt,
-                    trace_id: None,
-                }
-            }
-            Err(e) => {
-                span.fail("bad_request");
-                Tried {
-                    outcome: "bad_request",
-                    attempt: Attempt::Refused(e),
-                    status: None,
-                    elapsed: std::time::Duration::ZERO,
-                    trace_id: None,
-                }
-            }
-        };
-        span.word("hookgate.outcome", tried.outcome);
-        Tried {
-            trace_id: span.trace_id(),
-            ..tried
-        }
-    }
-
-    /// The event as the delivery steps see it, with its version gate.
-    pub fn event<'a>(&'a self, gate: Option<&'a Gate>) -> Event<'a> {
-        Event {
-            source: &self.source,
-            event_id: &self.event_id,
-            nonce_id: self.nonce_id(),
-            event_type: self.event_type.as_deref(),
-            type_signed: self.type_signed,
-            gate,
-        }
     }
 
     /// What a sealed payload of this envelope in `kind` is bound to.

@@ -520,7 +520,7 @@ impl Job {
         let metrics = &self.state.metrics;
         let name = self.source.name.as_str();
         let gate = envelope.gate();
-        let event = envelope.event(gate.as_ref());
+        let event = crate::delivery::Event::of(&envelope, gate.as_ref());
 
         // The version gate, with the resource's lease held for the whole attempt.
         let lock = match &gate {
@@ -551,7 +551,7 @@ impl Job {
         let due = envelope.due_ms.unwrap_or(envelope.received_ms);
         let paced_ms = i64::try_from(self.paced.as_millis()).unwrap_or(i64::MAX);
         let waited = waited(&self.holds, paced_ms, due, now_ms());
-        let tried = envelope.attempt(&steps, &event, Mode::Queue).await;
+        let tried = steps.attempt_stored(&envelope, &event, Mode::Queue).await;
         steps
             .breaker_record(&self.source, &tried.attempt, tried.status)
             .await;
