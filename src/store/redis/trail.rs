@@ -77,6 +77,9 @@ const CHECK_EVERY: u32 = 64;
 /// replica quiet while the others wrote never writes into a generation
 /// long removed.
 const CHECK_AFTER_MS: i64 = 100;
+/// How long commits go through the writer task while a replica reads
+/// where the trail stands (its first commit, or the end of a mixed period).
+const LOOK_FOR_MS: i64 = 1_000;
 /// How long after this layout first wrote beside an earlier version's
 /// index the earlier layout is written in place (the mixed period of a
 /// rolling upgrade; the module's documentation).
@@ -354,18 +357,21 @@ impl RedisStore {
         }
     }
 
-    /// Reads where `prefix`'s trail stands, in a round trip of its own, for
-    /// a replica that does not know or whose mixed period may be over.
-    async fn trail_look(&self, prefix: &str, now: i64) -> Result<(), Error> {
-        let mut pipe = redis::pipe();
-        pipe.cmd("GET").arg(generation_key(prefix));
-        pipe.cmd("EXISTS").arg(earlier_keys(prefix).0);
-        pipe.cmd("GET").arg(upgraded_key(prefix));
-        let (current, earlier, upgraded): (Option<i64>, bool, Option<i64>) =
-            self.query_pipeline(&pipe).await?;
-        let mixed = mixed_until(earlier, upgraded, now);
-        self.see_generation(prefix, current.unwrap_or(0), 1, now, mixed);
-        Ok(())
+    /// What a write of the writer task saw (the current generation, the
+    /// mixed period's end), for the commits of a replica that does not know
+    /// yet or whose mixed period may be over; a replica that knows keeps
+    /// its own look (and the room it counted).
+    fn see_from_writer(&self, prefix: &str, current: i64, mixed: Option<i64>, now: i64) {
+        let Ok(seen) = self.trail_generation.lock() else {
+            return;
+        };
+        let knows = seen
+            .iter()
+            .any(|(p, held)| p == prefix && held.mixed_until.is_none());
+        drop(seen);
+        if !knows {
+            self.see_generation(prefix, current, 1, now, mixed);
+        }
     }
 
     /// Records generation `n` seen at `now`, with room for `room` events
@@ -405,12 +411,14 @@ impl RedisStore {
         let prefix = note.prefix.as_str();
         let m = member(&note.source, &note.event_id);
         let size = generations(note.max).1;
-        let mut path = self.seen_generation(prefix, at);
+        let path = self.seen_generation(prefix, at);
         if matches!(path, Path::Unknown) {
-            if let Err(e) = self.trail_look(prefix, at).await {
-                tracing::debug!(error = %e, "trail: reading where the trail stands failed");
-            }
-            path = self.seen_generation(prefix, at);
+            // Never a round trip before the commit: its command must be on
+            // the connection when the caller answers. These facts go to the
+            // writer task, whose write says where the trail stands
+            // ([`RedisStore::see_from_writer`]); until it does (at most
+            // [`LOOK_FOR_MS`]), so do the next commits' facts.
+            self.see_generation(prefix, 0, 1, at, Some(at.saturating_add(LOOK_FOR_MS)));
         }
         let Path::Commit {
             generation: n,
@@ -619,7 +627,8 @@ impl RedisStore {
         if let Some(cmd) = run.take() {
             pipe.add_command(cmd);
         }
-        let written: Vec<(Vec<String>, i64, u64)> = match self.query_pipeline(&pipe).await {
+        let written: Vec<(Vec<String>, i64, u64, i64, i64)> = match self.query_pipeline(&pipe).await
+        {
             Err(e) if e.to_string().to_ascii_lowercase().contains("noscript") => {
                 let _: String = self
                     .query(redis::cmd("SCRIPT").arg("LOAD").arg(WRITE_SOURCE.as_str()))
@@ -628,7 +637,9 @@ impl RedisStore {
             }
             other => other?,
         };
-        for (prefix, (long, retired, dropped)) in prefixes.into_iter().zip(written) {
+        for (prefix, (long, retired, dropped, current, until)) in prefixes.into_iter().zip(written)
+        {
+            self.see_from_writer(prefix, current, (until >= 0).then_some(until), now);
             for pair in long.chunks_exact(2) {
                 self.trail_compact(&pair[0], &pair[1]).await?;
             }

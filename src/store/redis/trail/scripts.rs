@@ -22,13 +22,13 @@ local now, grace = tonumber(ARGV[4]), tonumber(ARGV[5])
 local earlier = string.sub(base, 1, -2)
 local retired = 0
 local function mixed()
-  if redis.call('EXISTS', earlier) == 0 then return false end
+  if redis.call('EXISTS', earlier) == 0 then return false, -1 end
   local since = tonumber(redis.call('GET', base .. 'upgraded_at') or '')
   if not since then
     redis.call('SET', base .. 'upgraded_at', now)
     since = now
   end
-  return now - since < grace
+  return now - since < grace, since + grace
 end
 local function roll(n)
   local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
@@ -70,15 +70,16 @@ pub(super) static ROLL: LazyLock<Script> = LazyLock::new(|| {
 /// and all; in the mixed period nothing moves and new records go into the
 /// earlier layout. Returns `{the facts keys and members whose facts grew
 /// past ARGV[6], two by two; 1 when the earlier versions' keys are left to
-/// remove; the notes that found no record}`, for the writer to fold
-/// ([`COMPACT_LUA`]), remove and count.
+/// remove; the notes that found no record; the current generation after
+/// the batch; until when (unix ms) the mixed period lasts, or -1}`, for
+/// the writer to fold ([`COMPACT_LUA`]), remove, count, and tell commits.
 const WRITE_BODY: &str = r"
 local n = tonumber(redis.call('GET', KEYS[1]) or '0')
 local oldest = tonumber(redis.call('GET', KEYS[2]) or '-1')
 local limit, bound = tonumber(ARGV[6]), tonumber(ARGV[7])
 local facts, index = base .. 'facts.' .. n, base .. 'index.' .. n
 local long, dropped = {}, 0
-local during = mixed()
+local during, ends = mixed()
 -- The event's record in an older generation, taken out of it: its text
 -- and score, or nil.
 local function take(m)
@@ -162,8 +163,9 @@ if during then
     end
   end
 end
-roll(n)
-return {long, retired, dropped}
+local cur = roll(n)
+if not during then ends = -1 end
+return {long, retired, dropped, cur, ends}
 ";
 pub(super) static WRITE_SOURCE: LazyLock<String> =
     LazyLock::new(|| format!("{ROLL_FN}\n{WRITE_BODY}"));
