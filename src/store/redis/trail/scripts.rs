@@ -146,7 +146,13 @@ for i = 8, #ARGV, 3 do
     redis.call('HSET', key, m, held)
     if at ~= '' then
       if key == facts then
-        redis.call('ZADD', index, 'NX', at, m)
+        -- A generation full mid-batch: the next event starts the next
+        -- one, so a batch keeps the bound as single commits do.
+        if redis.call('ZADD', index, 'NX', at, m) == 1 and redis.call('ZCARD', index) >= size then
+          n = roll(n)
+          oldest = tonumber(redis.call('GET', KEYS[2]) or '-1')
+          facts, index = base .. 'facts.' .. n, base .. 'index.' .. n
+        end
       elseif key == base .. 'facts' then
         redis.call('ZADD', earlier, 'NX', at, m)
       end
