@@ -793,6 +793,9 @@ async fn the_overview_lists_each_rule_with_the_events_it_ignored() {
     let browser = Browser::start().await;
     let client = &browser.client;
     sign_in(client, &admin, ADMIN_TOKEN).await;
+    // The sign-in's redirect lands on the overview; opened again only after
+    // that, so the session cookie is set.
+    wait_text(client, "table.sources thead", "Source").await;
     client
         .goto(&format!("{admin}/console"))
         .await

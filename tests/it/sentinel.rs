@@ -466,8 +466,11 @@ async fn a_queued_event_the_app_took_is_not_delivered_again_after_the_primary_is
     deployment.server(replica).thaw();
     // A new replica of the promoted primary, on a port of its own (the old
     // one stays down), acknowledges writes from now on.
+    // Started once the sentinels agree on the promoted node, so that they
+    // never take the new one for a candidate.
     let (promoted, _fresh) = tokio::task::block_in_place(|| {
-        let fresh = RedisServer::start_replica_of(deployment.server(replica).port(), None);
+        let promoted = deployment.wait_failover_from(old);
+        let fresh = RedisServer::start_replica_of(deployment.server(promoted).port(), None);
         (deployment.settle_with_replica(old, &fresh), fresh)
     });
     assert_eq!(promoted, replica);
@@ -576,8 +579,11 @@ async fn a_retry_leased_on_the_primary_alone_is_not_delivered_before_the_failove
     deployment.server(replica).thaw();
     // A new replica of the promoted primary, on a port of its own (the old
     // one stays down), acknowledges writes from now on.
+    // Started once the sentinels agree on the promoted node, so that they
+    // never take the new one for a candidate.
     let (promoted, _fresh) = tokio::task::block_in_place(|| {
-        let fresh = RedisServer::start_replica_of(deployment.server(replica).port(), None);
+        let promoted = deployment.wait_failover_from(old);
+        let fresh = RedisServer::start_replica_of(deployment.server(promoted).port(), None);
         (deployment.settle_with_replica(old, &fresh), fresh)
     });
     upstream.wait_for(2).await;

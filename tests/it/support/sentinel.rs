@@ -203,12 +203,32 @@ impl Sentinels {
 
     /// The index of the node the sentinels name as the primary now.
     pub fn primary(&self) -> usize {
-        let port = self
-            .sentinels
-            .iter()
-            .find_map(SentinelProcess::primary_port)
-            .expect("a sentinel names a primary");
-        self.index_of(port)
+        // The node most sentinels name. A sentinel that has not yet heard
+        // of a failover, or of a node put in place of a lost one, may name
+        // a port none of the nodes has now: asked again until SETTLE.
+        let deadline = Instant::now() + SETTLE;
+        loop {
+            let named: Vec<u16> = self
+                .sentinels
+                .iter()
+                .filter_map(SentinelProcess::primary_port)
+                .collect();
+            let known = named
+                .iter()
+                .filter_map(|p| self.nodes.iter().position(|n| n.port() == *p))
+                .max_by_key(|i| {
+                    let port = self.nodes[*i].port();
+                    named.iter().filter(|p| **p == port).count()
+                });
+            if let Some(index) = known {
+                return index;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no sentinel names a primary among the nodes within {SETTLE:?}: {named:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     fn index_of(&self, port: u16) -> usize {
