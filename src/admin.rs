@@ -2,8 +2,11 @@
 //! token `/dlq` and `/events`; one match on the path.
 //!
 //! With `[admin] token` set, also the dead letters: `GET /dlq[?source=NAME]`
-//! (a JSON list) and `POST /dlq/replay` with `{"id": "…"}` or
-//! `{"all": true, "source": "…"}` (source optional), both behind
+//! (a JSON list); `POST /dlq/replay` with `{"id": "…"}`,
+//! `{"all": true, "source": "…"}` (source optional) or a MATCH
+//! (DESIGN §6b: `{"source", "type", "since", "until", "error", "dry_run",
+//! "rate"}`); `POST /dlq/delete` with `{"id": "…"}` or a MATCH;
+//! `GET /dlq/jobs` and `POST /dlq/jobs/{id}/cancel`; all behind
 //! `Authorization: Bearer <token>`. Without a token they answer 404, as if
 //! they did not exist. The token is compared in constant time (as SHA-256
 //! digests, so its length does not leak either) and never logged.
@@ -26,7 +29,8 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::dlq::{self, Replayer};
+use crate::dlq::jobs::{self, Kind};
+use crate::dlq::{self, Match, Replayer};
 use crate::events;
 use crate::outcome::{Body, json_response as json, text_response as text};
 use crate::pause;
@@ -73,7 +77,7 @@ where
     if path == "/events" || path.starts_with("/events/") {
         return events(state, request).await;
     }
-    if path == "/dlq" || path == "/dlq/replay" {
+    if path == "/dlq" || path.starts_with("/dlq/") {
         return dead_letters(state, request).await;
     }
     if path == "/sources" || path.starts_with("/sources/") {
@@ -352,7 +356,12 @@ where
                 Err(e) => store_error(&e.into()),
             }
         }
-        (Method::POST, "/dlq/replay") => {
+        (Method::POST, path @ ("/dlq/replay" | "/dlq/delete")) => {
+            let kind = if path == "/dlq/replay" {
+                Kind::Replay
+            } else {
+                Kind::Delete
+            };
             let body = match Limited::new(request.into_body(), MAX_ADMIN_BODY)
                 .collect()
                 .await
@@ -360,56 +369,214 @@ where
                 Ok(body) => body.to_bytes(),
                 Err(_) => return bad_request("the body could not be read (at most 64 KiB)"),
             };
-            let Ok(asked) = serde_json::from_slice::<ReplayRequest>(&body) else {
-                return bad_request(r#"expected {"id": "…"} or {"all": true, "source": "…"}"#);
-            };
-            let replayer = Replayer::new(state.steps(&runtime.config), false);
-            let results = match (asked.id, asked.all) {
-                (Some(id), false) => replayer.replay_id(&id).await.map(|r| vec![(id, r)]),
-                (None, true) => replayer
-                    .replay_all(asked.source.as_deref())
-                    .await
-                    .map(|all| all.into_iter().map(|(d, r)| (d.id, r)).collect()),
-                _ => return bad_request(r#"give either "id" or "all": true"#),
-            };
-            match results {
-                Ok(results) => {
-                    let failed = results.iter().filter(|(_, r)| !r.is_success()).count();
-                    let list: Vec<serde_json::Value> = results
-                        .into_iter()
-                        .map(|(id, r)| {
-                            let mut v = serde_json::to_value(&r).unwrap_or_default();
-                            if let Some(o) = v.as_object_mut() {
-                                o.insert("id".into(), id.into());
-                            }
-                            v
-                        })
-                        .collect();
-                    json(
-                        StatusCode::OK,
-                        &serde_json::json!({ "results": list, "failed": failed }),
-                    )
+            let asked = match serde_json::from_slice::<Asked>(&body) {
+                Ok(asked) => asked,
+                Err(e) => {
+                    return bad_request(&format!(
+                        r#"expected {{"id": "…"}}, {{"all": true, "source": "…"}} or a match {{"source", "type", "since", "until", "error", "dry_run", "rate"}}: {e}"#
+                    ));
                 }
-                Err(dlq::Error::NotFound(id)) => json(
-                    StatusCode::NOT_FOUND,
-                    &serde_json::json!({"error": "not_found", "id": id}),
-                ),
-                Err(e) => store_error(&e),
+            };
+            by_match(state, &runtime.config, kind, asked).await
+        }
+        (Method::GET, "/dlq/jobs") => match jobs::list(&state.store, prefix).await {
+            Ok(list) => json(StatusCode::OK, &serde_json::json!({ "jobs": list })),
+            Err(e) => job_error(&e),
+        },
+        (Method::POST, path) if path.starts_with("/dlq/jobs/") && path.ends_with("/cancel") => {
+            let id = &path["/dlq/jobs/".len()..path.len() - "/cancel".len()];
+            match jobs::cancel(&state.store, prefix, id, "admin").await {
+                Ok(job) => json(StatusCode::OK, &job),
+                Err(e) => job_error(&e),
             }
         }
-        _ => text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n"),
+        (_, "/dlq" | "/dlq/replay" | "/dlq/delete" | "/dlq/jobs") => {
+            text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n")
+        }
+        _ => text(StatusCode::NOT_FOUND, "not found\n"),
     }
 }
 
+/// `POST /dlq/replay` and `POST /dlq/delete`: one entry by id, every entry
+/// (`all`, replay only, as before jobs), or a MATCH (DESIGN §6b).
+async fn by_match(
+    state: &Arc<State>,
+    config: &crate::config::Config,
+    kind: Kind,
+    asked: Asked,
+) -> Response<Body> {
+    let replayer = Replayer::new(state.steps(config), false);
+    let given_match = asked.source.is_some()
+        || asked.event_type.is_some()
+        || asked.since.is_some()
+        || asked.until.is_some()
+        || asked.error.is_some()
+        || asked.dry_run;
+    let results = match (asked.id, asked.all, kind) {
+        (Some(_), true, _) => return bad_request(r#"give "id" or "all", not both"#),
+        (Some(_), _, _) if given_match => {
+            return bad_request(r#"give "id" or a match, not both"#);
+        }
+        (Some(id), false, Kind::Replay) => replayer.replay_id(&id).await.map(|r| vec![(id, r)]),
+        (Some(id), false, Kind::Delete) => {
+            let prefix = &config.store.key_prefix;
+            return match dlq::get(&state.store, prefix, &config.store.encryption, &id).await {
+                Ok(dead) => match dlq::discard(
+                    &state.store,
+                    config,
+                    &dead,
+                    trail::State::Discarded,
+                    "admin",
+                )
+                .await
+                {
+                    Ok(true) => {
+                        tracing::info!(source = %dead.envelope.source, event_id = %dead.envelope.event_id, dlq_id = %id, by = "admin", "dead letter deleted");
+                        json(
+                            StatusCode::OK,
+                            &serde_json::json!({"result": "deleted", "id": id}),
+                        )
+                    }
+                    Ok(false) => not_found(&id),
+                    Err(e) => store_error(&e.into()),
+                },
+                Err(dlq::Error::NotFound(id)) => not_found(&id),
+                Err(e) => store_error(&e),
+            };
+        }
+        (None, true, Kind::Replay) => {
+            if asked.dry_run
+                || asked.event_type.is_some()
+                || asked.since.is_some()
+                || asked.until.is_some()
+                || asked.error.is_some()
+            {
+                return bad_request(
+                    r#""all" replays every entry (of "source") now; for anything narrower, or a dry run, give a match without "all""#,
+                );
+            }
+            replayer
+                .replay_all(asked.source.as_deref())
+                .await
+                .map(|all| all.into_iter().map(|(d, r)| (d.id, r)).collect())
+        }
+        (None, true, Kind::Delete) => {
+            return bad_request(r#"delete takes "id" or a match ("source", "type", …)"#);
+        }
+        (None, false, _) => {
+            let m = match Match::parse(
+                asked.source.as_deref(),
+                asked.event_type.as_deref(),
+                asked.since.as_deref(),
+                asked.until.as_deref(),
+                asked.error.as_deref(),
+                crate::time::now_ms(),
+            ) {
+                Ok(m) => m,
+                Err(e) => return bad_request(&e.to_string()),
+            };
+            if let Some(source) = &m.source
+                && !config.sources.iter().any(|s| &s.name == source)
+            {
+                return bad_request(&format!("source: no [[source]] named {source:?}"));
+            }
+            let rate = match asked.rate.as_ref().map(rate_of).transpose() {
+                Ok(rate) => rate,
+                Err(e) => return bad_request(&format!("rate: {e}")),
+            };
+            return match jobs::ask(&replayer, kind, m, asked.dry_run, rate, "admin").await {
+                Ok((answer, _)) => json(StatusCode::OK, &answer),
+                Err(e) => job_error(&e),
+            };
+        }
+    };
+    match results {
+        Ok(results) => {
+            let failed = results.iter().filter(|(_, r)| !r.is_success()).count();
+            let list: Vec<serde_json::Value> = results
+                .into_iter()
+                .map(|(id, r)| {
+                    let mut v = serde_json::to_value(&r).unwrap_or_default();
+                    if let Some(o) = v.as_object_mut() {
+                        o.insert("id".into(), id.into());
+                    }
+                    v
+                })
+                .collect();
+            json(
+                StatusCode::OK,
+                &serde_json::json!({ "results": list, "failed": failed }),
+            )
+        }
+        Err(dlq::Error::NotFound(id)) => not_found(&id),
+        Err(e) => store_error(&e),
+    }
+}
+
+/// A job's `rate`: a number of deliveries per second, or `"50/s"`, `"3000/m"`.
+fn rate_of(v: &serde_json::Value) -> Result<f64, String> {
+    match v {
+        serde_json::Value::Number(n) => n
+            .as_f64()
+            .filter(|r| *r > 0.0 && *r <= 100_000.0)
+            .ok_or_else(|| format!("{n} is not a rate from 1/m to 100000/s")),
+        serde_json::Value::String(s) => crate::config::parse_rate(s),
+        other => Err(format!(
+            "{other} is not a rate: give a number per second or \"50/s\""
+        )),
+    }
+}
+
+fn not_found(id: &str) -> Response<Body> {
+    json(
+        StatusCode::NOT_FOUND,
+        &serde_json::json!({"error": "not_found", "id": id}),
+    )
+}
+
+fn job_error(e: &jobs::Error) -> Response<Body> {
+    match e {
+        jobs::Error::Busy(id) => json(
+            StatusCode::CONFLICT,
+            &serde_json::json!({"error": "job_running", "job": id, "message": e.to_string()}),
+        ),
+        jobs::Error::NotFound(id) => json(
+            StatusCode::NOT_FOUND,
+            &serde_json::json!({"error": "unknown_job", "job": id}),
+        ),
+        jobs::Error::Dlq(e) => store_error(e),
+        other => {
+            tracing::warn!(error = %other, "admin: dead-letter job request failed");
+            json(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &serde_json::json!({"error": "store_unavailable"}),
+            )
+        }
+    }
+}
+
+/// The body of `POST /dlq/replay` and `POST /dlq/delete`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ReplayRequest {
+struct Asked {
     #[serde(default)]
     id: Option<String>,
     #[serde(default)]
     all: bool,
     #[serde(default)]
     source: Option<String>,
+    #[serde(default, rename = "type")]
+    event_type: Option<String>,
+    #[serde(default)]
+    since: Option<String>,
+    #[serde(default)]
+    until: Option<String>,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    dry_run: bool,
+    #[serde(default)]
+    rate: Option<serde_json::Value>,
 }
 
 /// `Authorization: Bearer <token>` (the scheme word in any case, RFC 9110

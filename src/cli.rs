@@ -253,29 +253,91 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 
 #[derive(Debug, Subcommand)]
 pub enum DlqAction {
-    /// One line per dead letter: id, source, event id, type, attempts, age, last error.
+    /// One line per dead letter: id, source, event id, type, attempts, age,
+    /// last error; only those MATCH takes, when given.
     List {
-        /// Only the dead letters of this `[[source]]`, e.g. `--source stripe`.
-        #[arg(long)]
-        source: Option<String>,
+        #[command(flatten)]
+        matching: MatchArgs,
     },
     /// One dead letter in full: its metadata, headers and body.
     Show {
         /// The entry id `list` prints, e.g. `1733480000000-0`.
         id: String,
     },
-    /// Send dead letters to the app again; each is removed on a 2xx.
-    #[command(group = clap::ArgGroup::new("which").required(true).args(["id", "all"]))]
+    /// Send dead letters to the app again; each is removed on a 2xx. More
+    /// than one entry runs as a job kept in the store: killed, a running
+    /// server finishes it.
+    #[command(group = clap::ArgGroup::new("which").required(true).multiple(true)
+        .args(["id", "all", "source", "event_type", "since", "until", "error"]))]
     Replay {
         /// The entry id `list` prints, e.g. `1733480000000-0`.
+        #[arg(conflicts_with_all = ["all", "source", "event_type", "since", "until", "error", "dry_run"])]
         id: Option<String>,
         /// Every dead letter (of `--source`, when given).
-        #[arg(long)]
+        #[arg(long, conflicts_with_all = ["event_type", "since", "until", "error"])]
         all: bool,
-        /// With `--all`: only this `[[source]]`'s dead letters, e.g. `--source stripe`.
-        #[arg(long, requires = "all")]
-        source: Option<String>,
+        #[command(flatten)]
+        matching: MatchArgs,
+        /// Count the entries that match and show the first ten; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Deliveries per second for the job, besides each source's
+        /// `max_rate` (the slower holds), e.g. `--rate 5/s`.
+        #[arg(long, value_parser = crate::config::parse_rate)]
+        rate: Option<f64>,
     },
+    /// Remove dead letters without sending them; their trail state becomes
+    /// `discarded`. More than one entry runs as a job.
+    #[command(group = clap::ArgGroup::new("which").required(true).multiple(true)
+        .args(["id", "source", "event_type", "since", "until", "error"]))]
+    Delete {
+        /// The entry id `list` prints, e.g. `1733480000000-0`.
+        #[arg(conflicts_with_all = ["source", "event_type", "since", "until", "error", "dry_run"])]
+        id: Option<String>,
+        #[command(flatten)]
+        matching: MatchArgs,
+        /// Count the entries that match and show the first ten; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// The replay and delete jobs kept in the store, newest last, with
+    /// their progress; `jobs cancel JOB` stops one (what was done stays done).
+    Jobs {
+        #[command(subcommand)]
+        action: Option<JobsAction>,
+    },
+}
+
+/// `hookgate dlq jobs cancel JOB`.
+#[derive(Debug, clap::Subcommand)]
+pub enum JobsAction {
+    /// Stop a running job before its next entry.
+    Cancel {
+        /// The job id `dlq jobs` prints, e.g. `193a1b2c3d4-1a2b3c4d`.
+        job: String,
+    },
+}
+
+/// MATCH (DESIGN §6b): every one given must hold.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct MatchArgs {
+    /// Only this `[[source]]`'s dead letters, e.g. `--source stripe`.
+    #[arg(long)]
+    pub source: Option<String>,
+    /// Event types, `*` for any run of characters, e.g. `--type 'invoice.*'`.
+    #[arg(long = "type", id = "event_type")]
+    pub event_type: Option<String>,
+    /// Became a dead letter at or after this: RFC 3339 or an age, e.g.
+    /// `--since 2026-12-06T14:00:00Z` or `--since 2h`.
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Became a dead letter before this: RFC 3339 or an age, e.g. `--until 1h`.
+    #[arg(long)]
+    pub until: Option<String>,
+    /// The last error: upstream_timeout, upstream_unavailable, a status
+    /// (`503`) or a class (`5xx`), e.g. `--error 503`.
+    #[arg(long)]
+    pub error: Option<String>,
 }
 
 /// `--timestamp`: unix seconds, or an RFC 3339 time.

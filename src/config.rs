@@ -121,7 +121,7 @@ use {server::without_userinfo, source::DEFAULT_TOLERANCE};
 pub use server::{Admin, Lifetimes, Server, Tls, Underscores, Unmatched};
 pub use source::{
     DEFAULT_MAX_IN_FLIGHT, DEFAULT_RETRY_SCHEDULE, Delivery, OnStoreError, Ordering, Source,
-    Verification, warn_widened,
+    Verification, parse_rate, warn_widened,
 };
 pub use store::{Sentinel, Store, StoreKind, redact_url};
 pub use tracing::{DEFAULT_SERVICE_NAME, Tracing};

@@ -37,6 +37,12 @@
 //! left for later. An entry whose source has a version gate is removed
 //! without sending when the app already has that version or a newer one.
 
+pub mod jobs;
+pub mod matching;
+pub mod retention;
+
+pub use matching::Match;
+
 use serde::Serialize;
 
 use crate::delivery::{Attempt, Claimed, Gated, Held, Steps};
@@ -199,6 +205,8 @@ pub enum Progress<'a> {
     /// The next entry waits: its source is paused or its breaker open
     /// (said once per wait).
     Waiting { source: &'a str, held: Held },
+    /// The next entry may go: its attempt at the app starts now.
+    Going,
     /// Entry `done` of `total` (1-based) was replayed with `result`.
     Replayed {
         done: usize,
@@ -220,6 +228,10 @@ pub struct Replayer<'a> {
     /// `max_rate` where the store does not share a limiter: this
     /// replayer's own.
     pub pacer: tokio::sync::Mutex<crate::pace::Local>,
+    /// A job's own rate (deliveries per second), kept besides the
+    /// source's `max_rate`: the slower of the two holds.
+    pub rate: Option<f64>,
+    own_pacer: tokio::sync::Mutex<crate::pace::Local>,
 }
 
 impl<'a> Replayer<'a> {
@@ -229,6 +241,8 @@ impl<'a> Replayer<'a> {
             steps,
             wait,
             pacer: tokio::sync::Mutex::default(),
+            rate: None,
+            own_pacer: tokio::sync::Mutex::default(),
         }
     }
 }
@@ -328,11 +342,29 @@ impl Replayer<'_> {
         }
         let mut local = self.pacer.lock().await;
         self.steps.pace(source, &mut local).await;
+        drop(local);
+        if let Some(rate) = self.rate {
+            let delay = self
+                .own_pacer
+                .lock()
+                .await
+                .reserve(
+                    1,
+                    crate::pace::interval_ms(rate),
+                    crate::time::now_ms() as f64,
+                )
+                .first()
+                .copied()
+                .unwrap_or_default();
+            tokio::time::sleep(delay).await;
+        }
+        progress(Progress::Going);
         Ok(None)
     }
 
-    /// [`Replayer::replay`], telling `progress` when it waits.
-    async fn replay_with(
+    /// [`Replayer::replay`], telling `progress` when it waits and when its
+    /// attempt starts.
+    pub async fn replay_with(
         &self,
         dead: Dead,
         progress: &mut impl FnMut(Progress<'_>),
@@ -465,6 +497,42 @@ impl Replayer<'_> {
             .await?;
         Ok(())
     }
+}
+
+/// Removes a dead letter without sending it (DESIGN §6): its trail state
+/// becomes `state` (`discarded` or `expired`) with `by` (who or what
+/// removed it). Whether it was there to remove: only the removal that
+/// took it writes the fact.
+pub async fn discard(
+    store: &Store,
+    config: &crate::config::Config,
+    dead: &Dead,
+    state: State,
+    by: &str,
+) -> Result<bool, store::Error> {
+    let prefix = &config.store.key_prefix;
+    if !store.dead_remove(prefix, &dead.id).await? {
+        return Ok(false);
+    }
+    let max = config.admin.trail_max_events;
+    if max > 0
+        && let Err(e) = store
+            .trail_write(
+                prefix,
+                &dead.envelope.source,
+                &dead.envelope.event_id,
+                vec![Fact::Removed {
+                    at: crate::time::now_ms(),
+                    state,
+                    by: by.to_owned(),
+                }],
+                max,
+            )
+            .await
+    {
+        tracing::debug!(source = %dead.envelope.source, event_id = %dead.envelope.event_id, error = %e, "trail write failed");
+    }
+    Ok(true)
 }
 
 #[cfg(test)]

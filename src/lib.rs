@@ -199,6 +199,11 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
     ));
     let store_gauges = tokio::spawn(watch_store(Arc::clone(&state), shutdown.clone()));
     let payloads = tokio::spawn(rekey::refresh_gauge(Arc::clone(&state), shutdown.clone()));
+    let jobs = tokio::spawn(dlq::jobs::run_scanner(Arc::clone(&state), shutdown.clone()));
+    let expiry = state
+        .store
+        .keeps_queue()
+        .then(|| tokio::spawn(dlq::retention::run(Arc::clone(&state))));
 
     let public = {
         let state = Arc::clone(&state);
@@ -262,6 +267,16 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
         );
     }
     let _ = workers.await;
+    // A job in hand stops at its next entry; one still sending when the
+    // budget runs out is left with that entry marked, for a takeover.
+    if tokio::time::timeout_at(deadline, jobs).await.is_err() {
+        tracing::warn!(
+            "a dead-letter job was still sending at exit; another process takes it over"
+        );
+    }
+    if let Some(expiry) = expiry {
+        expiry.abort();
+    }
     // Duplicates counted since the last flush of the trail's tally.
     if tokio::time::timeout_at(deadline, state.store.trail_flush())
         .await

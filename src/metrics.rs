@@ -49,6 +49,12 @@ pub struct KeyLabel {
     pub key: String,
 }
 
+/// `hookgate_dlq_jobs`: a job state word.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StateLabel {
+    pub state: &'static str,
+}
+
 /// Why a trail write did not land: `queue_full`, `failed`, `no_record`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReasonLabel {
@@ -155,6 +161,12 @@ pub struct Metrics {
     /// Stored payloads by the key that sealed them (`plaintext`: none),
     /// refreshed every minute while `[store.encryption]` is set.
     pub store_payloads: Family<KeyLabel, Gauge>,
+    /// Dead letters removed past `dead_letter_max_age` (DESIGN §6).
+    pub dead_letters_expired: Family<SourceLabel, Counter>,
+    /// Dead-letter jobs in the store by state (DESIGN §6b).
+    pub dlq_jobs: Family<StateLabel, Gauge>,
+    /// Rejections this process keeps (DESIGN §7d).
+    pub rejections_kept: Gauge,
     pub config_reloads: Family<ReloadResult, Counter>,
     /// Console sign-ins refused for a wrong admin token.
     pub console_signin_failures: Counter,
@@ -228,6 +240,22 @@ impl Metrics {
                 key: key.to_owned(),
             })
             .set(i64::try_from(count).unwrap_or(i64::MAX));
+    }
+
+    /// Sets `hookgate_dlq_jobs{state}`.
+    pub fn dlq_jobs(&self, state: &'static str, count: i64) {
+        self.dlq_jobs
+            .get_or_create(&StateLabel { state })
+            .set(count);
+    }
+
+    /// Counts one dead letter of `source` removed past its age.
+    pub fn dead_letter_expired(&self, source: &str) {
+        self.dead_letters_expired
+            .get_or_create(&SourceLabel {
+                source: source.to_owned(),
+            })
+            .inc();
     }
 
     pub fn new() -> Self {
@@ -348,6 +376,24 @@ impl Metrics {
             "Stored payloads (queue entries, dead letters) by the key that sealed them; plaintext for unsealed ones",
             store_payloads.clone(),
         );
+        let dead_letters_expired = Family::<SourceLabel, Counter>::default();
+        registry.register(
+            "hookgate_dead_letters_expired",
+            "Dead letters removed unsent because they were older than dead_letter_max_age",
+            dead_letters_expired.clone(),
+        );
+        let dlq_jobs = Family::<StateLabel, Gauge>::default();
+        registry.register(
+            "hookgate_dlq_jobs",
+            "Dead-letter replay and delete jobs kept in the store, by state (running, done, cancelled, failed)",
+            dlq_jobs.clone(),
+        );
+        let rejections_kept = Gauge::default();
+        registry.register(
+            "hookgate_rejections_kept",
+            "Refused requests this process keeps for GET /rejections (at most 1,000 per source and 1,000 unmatched)",
+            rejections_kept.clone(),
+        );
         let console_signin_failures = Counter::default();
         registry.register(
             "hookgate_console_signin_failures",
@@ -444,6 +490,9 @@ impl Metrics {
             trail_writes_dropped,
             store_unopenable,
             store_payloads,
+            dead_letters_expired,
+            dlq_jobs,
+            rejections_kept,
             config_reloads,
             console_signin_failures,
             key_fetch_failures,

@@ -86,6 +86,9 @@ pub enum Error {
         "the memory store keeps no queue and no dead letters; use kind = \"sqlite\" (one host) or a redis store"
     )]
     NotKept,
+    /// A compare-and-swap lost to other writers every time it was tried.
+    #[error("store contended: the record kept changing under the write")]
+    Contended,
     /// Sentinels answered, and none monitors a master by this name.
     #[error("store unavailable: no sentinel monitors a master named {0:?} (store.master)")]
     NoSuchMaster(String),
@@ -465,7 +468,8 @@ impl Store {
         }
     }
 
-    pub async fn dead_remove(&self, prefix: &str, id: &str) -> Result<(), Error> {
+    /// Removes a dead letter; whether it was there to remove.
+    pub async fn dead_remove(&self, prefix: &str, id: &str) -> Result<bool, Error> {
         match self {
             Store::Memory(_) => Err(Error::NotKept),
             Store::Redis(r) => r.dead_remove(prefix, id).await,
@@ -676,6 +680,31 @@ impl Store {
             Store::Memory(_) => Err(Error::NotKept),
             Store::Sqlite(s) => s.breaker_swap(source, old, new).await,
             Store::Redis(r) => r.breaker_swap(prefix, source, old, new).await,
+        }
+    }
+
+    /// Every dead-letter job (DESIGN §6b) as stored: `(id, JSON)`.
+    pub async fn jobs(&self, prefix: &str) -> Result<Vec<(String, String)>, Error> {
+        match self {
+            Store::Memory(_) => Err(Error::NotKept),
+            Store::Sqlite(s) => s.jobs().await,
+            Store::Redis(r) => r.jobs(prefix).await,
+        }
+    }
+
+    /// Stores `new` as job `id` (`None`: removes it) if it still holds
+    /// `old` (`None`: absent); whether it did.
+    pub async fn job_swap(
+        &self,
+        prefix: &str,
+        id: &str,
+        old: Option<&str>,
+        new: Option<&str>,
+    ) -> Result<bool, Error> {
+        match self {
+            Store::Memory(_) => Err(Error::NotKept),
+            Store::Sqlite(s) => s.job_swap(id, old, new).await,
+            Store::Redis(r) => r.job_swap(prefix, id, old, new).await,
         }
     }
 

@@ -104,16 +104,22 @@ pub enum State {
     Dropped,
     /// A dead letter waits for a replay.
     DeadLetter,
+    /// A dead letter deleted by an operator (DESIGN §6); `removed_by` says who.
+    Discarded,
+    /// A dead letter removed past `dead_letter_max_age` (DESIGN §6).
+    Expired,
 }
 
 impl State {
-    pub const ALL: [State; 6] = [
+    pub const ALL: [State; 8] = [
         State::InFlight,
         State::Delivered,
         State::Released,
         State::Waiting,
         State::Dropped,
         State::DeadLetter,
+        State::Discarded,
+        State::Expired,
     ];
 
     pub fn word(self) -> &'static str {
@@ -124,6 +130,8 @@ impl State {
             State::Waiting => "waiting",
             State::Dropped => "dropped",
             State::DeadLetter => "dead_letter",
+            State::Discarded => "discarded",
+            State::Expired => "expired",
         }
     }
 
@@ -221,6 +229,17 @@ pub enum Fact {
     /// Copied to the dead letters outside an attempt (forward mode's third
     /// failure in a row).
     DeadLettered { dead_letter_id: String },
+    /// Its dead letter was removed unsent (DESIGN §6): deleted by an
+    /// operator (`discarded`) or past `dead_letter_max_age` (`expired`).
+    Removed {
+        /// Unix ms.
+        at: i64,
+        /// `discarded` or `expired`.
+        state: State,
+        /// Who or what removed it: `cli:USER@HOST`, `admin`, `console`,
+        /// `job JOB`, `dead_letter_max_age`.
+        by: String,
+    },
 }
 
 /// An event as an operator reads it.
@@ -245,6 +264,13 @@ pub struct Record {
     pub attempts_omitted: u64,
     pub next_attempt_at: Option<String>,
     pub dead_letter_id: Option<String>,
+    /// `discarded` or `expired`: who or what removed its dead letter
+    /// (`cli:USER@HOST`, `admin`, `console`, `job JOB`,
+    /// `dead_letter_max_age`) and when (RFC 3339).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub removed_by: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub removed_at: Option<String>,
     /// Unix ms of `received_at`, for ordering (not serialized).
     #[serde(skip)]
     pub received_ms: i64,
@@ -321,6 +347,10 @@ pub fn next_state(current: Option<State>, fact: &Fact) -> Option<State> {
         ) => Some(State::DeadLetter),
         (Some(_), Fact::Attempted { state, .. }) => Some(*state),
         (Some(State::Delivered), Fact::DeadLettered { .. }) => Some(State::Delivered),
+        // Only a dead letter is removed; a delivery that got through first
+        // stays the answer.
+        (Some(State::Delivered), Fact::Removed { .. }) => Some(State::Delivered),
+        (Some(_), Fact::Removed { state, .. }) => Some(*state),
         (Some(_), Fact::DeadLettered { .. }) => Some(State::DeadLetter),
         (Some(s), Fact::Duplicate | Fact::Duplicates { .. }) => Some(s),
     }
@@ -354,6 +384,9 @@ pub struct Summary {
     pub attempts_omitted: u64,
     pub next_attempt_at: Option<i64>,
     pub dead_letter_id: Option<String>,
+    /// Who or what removed its dead letter unsent, and when (unix ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub removed: Option<(String, i64)>,
 }
 
 impl Summary {
@@ -383,6 +416,7 @@ impl Summary {
                 attempts_omitted: 0,
                 next_attempt_at: (state == State::Waiting).then_some(at),
                 dead_letter_id: None,
+                removed: None,
             }),
             Fact::Summary(summary) => Some(*summary),
             _ => None,
@@ -436,6 +470,12 @@ impl Summary {
                 self.duplicated(count, Some(first), Some(last));
             }
             Fact::DeadLettered { dead_letter_id } => self.dead_letter_id = Some(dead_letter_id),
+            Fact::Removed { at, by, .. } => {
+                if self.state != State::Delivered {
+                    self.removed = Some((by, at));
+                    self.next_attempt_at = None;
+                }
+            }
             // A summary replaces what came before it (it is only ever
             // written first).
             Fact::Summary(summary) => *self = *summary,
@@ -484,6 +524,8 @@ impl Summary {
             attempts_omitted: self.attempts_omitted,
             next_attempt_at: self.next_attempt_at.map(rfc3339),
             dead_letter_id: self.dead_letter_id.clone(),
+            removed_by: self.removed.as_ref().map(|(by, _)| by.clone()),
+            removed_at: self.removed.as_ref().map(|(_, at)| rfc3339(*at)),
             received_ms: self.at,
             nonce_id: self.nonce_id.clone().unwrap_or_else(|| event_id.to_owned()),
         }

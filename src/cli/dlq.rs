@@ -1,15 +1,15 @@
-//! `hookgate dlq list | show | replay`: dead letters, read and replayed
-//! from the store.
+//! `hookgate dlq list | show | replay | delete | jobs`: dead letters, read,
+//! replayed and deleted from the store, by id or by MATCH (DESIGN §6b).
 
 use std::path::Path;
 use std::process::ExitCode;
 
-use super::{DlqAction, open};
+use super::{DlqAction, JobsAction, MatchArgs, open};
+use crate::dlq::jobs::{self, Job, JobState, Kind};
+use crate::dlq::{self, Match, Replayed, Replayer};
 
-/// `hookgate dlq list | show ID | replay (ID | --all) [--source NAME]`.
+/// `hookgate dlq …`.
 pub async fn dlq(path: &Path, action: DlqAction) -> ExitCode {
-    use crate::dlq::{self, Replayed, Replayer};
-
     let (config, store) = match open(path, "dlq") {
         Ok(opened) => opened,
         Err(code) => return code,
@@ -19,9 +19,17 @@ pub async fn dlq(path: &Path, action: DlqAction) -> ExitCode {
         return ExitCode::FAILURE;
     }
     let prefix = &config.store.key_prefix;
+    let by = format!(
+        "cli:{}@{}",
+        crate::cli::effective_user(),
+        crate::trail::replica_name()
+    );
     match action {
-        DlqAction::List { source } => {
-            match dlq::list(&store, prefix, &config.store.encryption, source.as_deref()).await {
+        DlqAction::List { matching } => {
+            let Some(m) = to_match(&config, &matching, "list") else {
+                return ExitCode::FAILURE;
+            };
+            match jobs::matching(&store, &config, &m).await {
                 Ok(entries) if entries.is_empty() => {
                     println!("no dead letters");
                     ExitCode::SUCCESS
@@ -48,104 +56,445 @@ pub async fn dlq(path: &Path, action: DlqAction) -> ExitCode {
                 }
             }
         }
-        DlqAction::Replay { id, all, source } => {
-            let forwarder = crate::forward::Forwarder::new();
-            let metrics = crate::metrics::Metrics::new();
-            // Replays from the command line join their events' traces too.
-            let traces = match &config.tracing {
-                Some(settings) => {
-                    match crate::traces::Traces::start(
-                        settings,
-                        metrics.trace_spans_dropped.clone(),
-                    ) {
-                        Ok(traces) => Some(traces),
-                        Err(e) => {
-                            eprintln!("hookgate dlq replay: tracing: {e}");
-                            return ExitCode::FAILURE;
-                        }
-                    }
+        DlqAction::Jobs { action } => match action {
+            None => match jobs::list(&store, prefix).await {
+                Ok(list) if list.is_empty() => {
+                    println!("no dead-letter jobs");
+                    ExitCode::SUCCESS
                 }
-                None => None,
-            };
-            // The breakers' state is the store's; this process keeps a copy.
-            let breakers = crate::breaker::Breakers::default();
-            let replayer = Replayer::new(
-                crate::delivery::Steps {
-                    config: &config,
-                    store: &store,
-                    forwarder: &forwarder,
-                    metrics: &metrics,
-                    breakers: &breakers,
-                    traces: traces.as_ref(),
+                Ok(list) => {
+                    print_jobs(&list);
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("hookgate dlq jobs: {e}");
+                    ExitCode::FAILURE
+                }
+            },
+            Some(JobsAction::Cancel { job }) => match jobs::cancel(&store, prefix, &job, &by).await
+            {
+                Ok(job) if job.state == JobState::Running => {
+                    println!(
+                        "job {}: cancel asked; it stops before its next entry ({} of {} done)",
+                        job.id, job.done, job.total
+                    );
+                    ExitCode::SUCCESS
+                }
+                Ok(job) => {
+                    println!(
+                        "job {}: {} ({} of {} done)",
+                        job.id,
+                        job.state.word(),
+                        job.done,
+                        job.total
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("hookgate dlq jobs cancel: {e}");
+                    ExitCode::FAILURE
+                }
+            },
+        },
+        DlqAction::Delete {
+            id,
+            matching,
+            dry_run,
+        } => {
+            let steps = Steps::new(&config, &store);
+            let replayer = Replayer::new(steps.steps(), true);
+            let code = match id {
+                Some(id) => delete_one(&replayer, &id, &by).await,
+                None => match to_match(&config, &matching, "delete") {
+                    Some(m) => by_match(&replayer, Kind::Delete, m, dry_run, None, &by).await,
+                    None => ExitCode::FAILURE,
                 },
-                true,
-            );
-            let results = match (id, all) {
-                (Some(id), _) => replayer.replay_id(&id).await.map(|r| vec![(id, r)]),
-                (None, _) => {
+            };
+            steps.finish().await;
+            code
+        }
+        DlqAction::Replay {
+            id,
+            all,
+            matching,
+            dry_run,
+            rate,
+        } => {
+            let steps = Steps::new(&config, &store);
+            if steps.traces_ok().is_none() {
+                return ExitCode::FAILURE;
+            }
+            let replayer = Replayer::new(steps.steps(), true);
+            let code = match (id, all) {
+                (Some(id), _) => {
+                    let results = replayer.replay_id(&id).await.map(|r| vec![(id, r)]);
+                    print_results(results)
+                }
+                (None, true) => {
                     let bar = ReplayBar::new();
                     let results = replayer
-                        .replay_all_with(source.as_deref(), |progress| bar.step(progress))
+                        .replay_all_with(matching.source.as_deref(), |progress| bar.step(progress))
                         .await;
                     bar.finish();
-                    results.map(|all| all.into_iter().map(|(d, r)| (d.id, r)).collect())
+                    print_results(
+                        results.map(|all| all.into_iter().map(|(d, r)| (d.id, r)).collect()),
+                    )
                 }
+                (None, false) => match to_match(&config, &matching, "replay") {
+                    Some(m) => by_match(&replayer, Kind::Replay, m, dry_run, rate, &by).await,
+                    None => ExitCode::FAILURE,
+                },
             };
-            if let Some(traces) = &traces {
-                traces.flush(std::time::Duration::from_secs(5)).await;
+            steps.finish().await;
+            code
+        }
+    }
+}
+
+/// What a replay or delete from the command line delivers with: this
+/// process's client to the app, metrics and traces, and a copy of the
+/// breakers (their state is the store's).
+struct Steps<'a> {
+    config: &'a crate::config::Config,
+    store: &'a crate::store::Store,
+    forwarder: crate::forward::Forwarder,
+    metrics: crate::metrics::Metrics,
+    breakers: crate::breaker::Breakers,
+    traces: Result<Option<std::sync::Arc<crate::traces::Traces>>, String>,
+}
+
+impl<'a> Steps<'a> {
+    fn new(config: &'a crate::config::Config, store: &'a crate::store::Store) -> Steps<'a> {
+        let metrics = crate::metrics::Metrics::new();
+        // Replays from the command line join their events' traces too.
+        let traces = match &config.tracing {
+            Some(settings) => {
+                crate::traces::Traces::start(settings, metrics.trace_spans_dropped.clone())
+                    .map(Some)
+                    .map_err(|e| e.to_string())
             }
-            let results = match results {
-                Ok(results) => results,
-                Err(e) => {
-                    eprintln!("hookgate dlq replay: {e}");
-                    return ExitCode::FAILURE;
-                }
-            };
-            if results.is_empty() {
-                println!("no dead letters to replay");
-                return ExitCode::SUCCESS;
+            None => Ok(None),
+        };
+        Steps {
+            config,
+            store,
+            forwarder: crate::forward::Forwarder::new(),
+            metrics,
+            breakers: crate::breaker::Breakers::default(),
+            traces,
+        }
+    }
+
+    /// `None` (said on stderr) when tracing is configured and cannot start.
+    fn traces_ok(&self) -> Option<()> {
+        match &self.traces {
+            Ok(_) => Some(()),
+            Err(e) => {
+                eprintln!("hookgate dlq replay: tracing: {e}");
+                None
             }
-            let mut failed = 0;
-            for (id, result) in &results {
-                match result {
-                    Replayed::Delivered => println!("{id}: delivered"),
-                    Replayed::AlreadyDelivered => {
-                        println!("{id}: already delivered by a sender retry; removed")
-                    }
-                    Replayed::StaleVersion => {
-                        println!("{id}: the app has this version or a newer one; removed")
-                    }
-                    Replayed::InFlight => {
-                        failed += 1;
-                        println!("{id}: a copy of this event is in flight right now; kept")
-                    }
-                    Replayed::Unopenable { error } => {
-                        failed += 1;
-                        println!("{id}: {error}; kept, nothing sent")
-                    }
-                    Replayed::Held { held } => {
-                        failed += 1;
-                        println!("{id}: delivery held ({held}); kept, nothing sent")
-                    }
-                    Replayed::Failed { error, new_id } => {
-                        failed += 1;
-                        match new_id {
-                            Some(new_id) => println!("{id}: failed ({error}); kept as {new_id}"),
-                            None => println!("{id}: failed ({error}); settled by another replay"),
-                        }
-                    }
-                }
+        }
+    }
+
+    fn steps(&self) -> crate::delivery::Steps<'_> {
+        crate::delivery::Steps {
+            config: self.config,
+            store: self.store,
+            forwarder: &self.forwarder,
+            metrics: &self.metrics,
+            breakers: &self.breakers,
+            traces: self.traces.as_ref().ok().and_then(Option::as_ref),
+        }
+    }
+
+    async fn finish(&self) {
+        if let Ok(Some(traces)) = &self.traces {
+            traces.flush(std::time::Duration::from_secs(5)).await;
+        }
+    }
+}
+
+/// MATCH from the command line, checked; `None` after saying what is wrong.
+fn to_match(config: &crate::config::Config, m: &MatchArgs, verb: &str) -> Option<Match> {
+    let parsed = Match::parse(
+        m.source.as_deref(),
+        m.event_type.as_deref(),
+        m.since.as_deref(),
+        m.until.as_deref(),
+        m.error.as_deref(),
+        crate::time::now_ms(),
+    );
+    match parsed {
+        Ok(m) => {
+            if let Some(source) = &m.source
+                && !config.sources.iter().any(|s| &s.name == source)
+            {
+                eprintln!("hookgate dlq {verb}: --source: no [[source]] named {source:?}");
+                return None;
             }
-            println!(
-                "{} replayed, {failed} not delivered",
-                results.len() - failed
+            Some(m)
+        }
+        Err(e) => {
+            eprintln!("hookgate dlq {verb}: --{e}");
+            None
+        }
+    }
+}
+
+async fn delete_one(replayer: &Replayer<'_>, id: &str, by: &str) -> ExitCode {
+    let steps = replayer.steps;
+    let config = steps.config;
+    match dlq::get(
+        steps.store,
+        &config.store.key_prefix,
+        &config.store.encryption,
+        id,
+    )
+    .await
+    {
+        Ok(dead) => match dlq::discard(
+            steps.store,
+            config,
+            &dead,
+            crate::trail::State::Discarded,
+            by,
+        )
+        .await
+        {
+            Ok(true) => {
+                tracing::info!(source = %dead.envelope.source, event_id = %dead.envelope.event_id, dlq_id = %id, by, "dead letter deleted");
+                println!("{id}: deleted");
+                ExitCode::SUCCESS
+            }
+            Ok(false) => {
+                eprintln!("hookgate dlq delete: no dead letter with id {id}");
+                ExitCode::FAILURE
+            }
+            Err(e) => {
+                eprintln!("hookgate dlq delete: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Err(e) => {
+            eprintln!("hookgate dlq delete: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A replay or delete by MATCH: a dry run prints the count and the first
+/// ten; one entry is handled now; more run as a job this process owns
+/// (with progress on a terminal) until it ends.
+async fn by_match(
+    replayer: &Replayer<'_>,
+    kind: Kind,
+    m: Match,
+    dry_run: bool,
+    rate: Option<f64>,
+    by: &str,
+) -> ExitCode {
+    let verb = kind.word();
+    let steps = replayer.steps;
+    let matched = match jobs::matching(steps.store, steps.config, &m).await {
+        Ok(matched) => matched,
+        Err(e) => {
+            eprintln!("hookgate dlq {verb}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if dry_run {
+        println!(
+            "{} dead letters match ({}); a dry run changes nothing",
+            matched.len(),
+            m.describe()
+        );
+        if !matched.is_empty() {
+            let shown = matched.len().min(dlq::matching::SAMPLE);
+            println!("the first {shown}:");
+            print_list(&matched[..shown]);
+        }
+        return ExitCode::SUCCESS;
+    }
+    match matched.as_slice() {
+        [] => {
+            println!("no dead letters match ({})", m.describe());
+            return ExitCode::SUCCESS;
+        }
+        [one] if kind == Kind::Replay => {
+            return print_results(
+                replayer
+                    .replay(one.clone())
+                    .await
+                    .map(|r| vec![(one.id.clone(), r)]),
             );
-            if failed == 0 {
+        }
+        [one] => return delete_one(replayer, &one.id, by).await,
+        _ => {}
+    }
+    let runner = {
+        let mut r = Replayer::new(steps, true);
+        r.rate = rate;
+        jobs::Runner::new(r)
+    };
+    let job = match jobs::start(
+        steps.store,
+        &steps.config.store.key_prefix,
+        kind,
+        m,
+        &matched,
+        rate,
+        by,
+        Some(&runner.owner),
+    )
+    .await
+    {
+        Ok(job) => job,
+        Err(e) => {
+            eprintln!("hookgate dlq {verb}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!(
+        "job {}: {verb} of {} dead letters started (`hookgate dlq jobs` shows it; killed, a running server finishes it)",
+        job.id, job.total
+    );
+    let bar = ReplayBar::new();
+    bar.bar.set_length(job.total);
+    let ended = runner
+        .run(job, |j| {
+            bar.bar.set_position(j.done);
+            bar.bar.set_message(format!(
+                "{} {}, {} failed, {} skipped",
+                j.succeeded,
+                if kind == Kind::Replay {
+                    "delivered"
+                } else {
+                    "deleted"
+                },
+                j.failed,
+                j.skipped
+            ));
+        })
+        .await;
+    bar.finish();
+    match ended {
+        Ok(job) => {
+            print_job_end(&job);
+            if job.state == JobState::Done && job.failed == 0 && job.interrupted.is_empty() {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::FAILURE
             }
         }
+        Err(e) => {
+            eprintln!("hookgate dlq {verb}: {e}; a running server takes the job over");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn print_job_end(job: &Job) {
+    let did = if job.kind == Kind::Replay {
+        "delivered"
+    } else {
+        "deleted"
+    };
+    println!(
+        "job {}: {} · {} of {} done: {} {did}, {} failed (kept as dead letters), {} settled elsewhere",
+        job.id,
+        job.state.word(),
+        job.done,
+        job.total,
+        job.succeeded,
+        job.failed,
+        job.skipped
+    );
+    if !job.interrupted.is_empty() {
+        println!(
+            "left as dead letters because their attempt was under way when the job's process stopped (check the app, then replay by id): {}",
+            job.interrupted.join(" ")
+        );
+    }
+}
+
+fn print_jobs(list: &[Job]) {
+    let rows: Vec<Vec<String>> = list
+        .iter()
+        .map(|j| {
+            vec![
+                j.id.clone(),
+                j.kind.word().to_owned(),
+                match (&j.waiting, j.state) {
+                    (Some(w), JobState::Running) => format!("running (waiting: {w})"),
+                    _ => j.state.word().to_owned(),
+                },
+                format!("{}/{}", j.done, j.total),
+                j.succeeded.to_string(),
+                j.failed.to_string(),
+                j.skipped.to_string(),
+                crate::trail::rfc3339(j.created_ms),
+                j.by.clone(),
+                j.matching.describe(),
+            ]
+        })
+        .collect();
+    let header = [
+        "JOB", "KIND", "STATE", "DONE", "OK", "FAILED", "SKIPPED", "STARTED", "BY", "MATCH",
+    ];
+    print!("{}", crate::cli::table(&header, &rows));
+}
+
+fn print_results(results: Result<Vec<(String, Replayed)>, dlq::Error>) -> ExitCode {
+    let results = match results {
+        Ok(results) => results,
+        Err(e) => {
+            eprintln!("hookgate dlq replay: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if results.is_empty() {
+        println!("no dead letters to replay");
+        return ExitCode::SUCCESS;
+    }
+    let mut failed = 0;
+    for (id, result) in &results {
+        match result {
+            Replayed::Delivered => println!("{id}: delivered"),
+            Replayed::AlreadyDelivered => {
+                println!("{id}: already delivered by a sender retry; removed")
+            }
+            Replayed::StaleVersion => {
+                println!("{id}: the app has this version or a newer one; removed")
+            }
+            Replayed::InFlight => {
+                failed += 1;
+                println!("{id}: a copy of this event is in flight right now; kept")
+            }
+            Replayed::Unopenable { error } => {
+                failed += 1;
+                println!("{id}: {error}; kept, nothing sent")
+            }
+            Replayed::Held { held } => {
+                failed += 1;
+                println!("{id}: delivery held ({held}); kept, nothing sent")
+            }
+            Replayed::Failed { error, new_id } => {
+                failed += 1;
+                match new_id {
+                    Some(new_id) => println!("{id}: failed ({error}); kept as {new_id}"),
+                    None => println!("{id}: failed ({error}); settled by another replay"),
+                }
+            }
+        }
+    }
+    println!(
+        "{} replayed, {failed} not delivered",
+        results.len() - failed
+    );
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 
@@ -199,6 +548,7 @@ impl ReplayBar {
                 self.bar
                     .suspend(|| eprintln!("hookgate dlq replay: waiting for {source}: {why}"));
             }
+            crate::dlq::Progress::Going => {}
             crate::dlq::Progress::Replayed { done, result, .. } => {
                 if result.is_success() {
                     self.delivered.set(self.delivered.get() + 1);

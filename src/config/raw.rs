@@ -111,6 +111,7 @@ pub(super) struct RawStore {
     pub path: Option<Spanned<String>>,
     pub sync: Option<Spanned<String>>,
     pub encryption: Option<Spanned<RawEncryption>>,
+    pub dead_letter_max_age: Option<Spanned<String>>,
 }
 
 /// `[store.encryption]`.

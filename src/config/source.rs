@@ -766,7 +766,7 @@ fn source_body(
 /// Why an `event_types` pattern is invalid, if it is.
 /// `"50/s"` or `"3000/m"` as deliveries per second: a whole number from 1,
 /// at most 100,000 a second.
-fn parse_rate(text: &str) -> Result<f64, String> {
+pub fn parse_rate(text: &str) -> Result<f64, String> {
     let shape = || format!("\"{text}\" is not a rate: write it as \"50/s\" or \"3000/m\"");
     let (count, unit) = text.trim().split_once('/').ok_or_else(shape)?;
     let count: u64 = count.trim().parse().map_err(|_| shape())?;

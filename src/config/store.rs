@@ -84,6 +84,10 @@ pub struct Store {
     /// §4b), the sealing one first; empty when payloads are stored as they
     /// are. The memory store keeps nothing at rest and ignores them.
     pub encryption: crate::seal::Keyring,
+    /// `dead_letter_max_age`: dead letters older than this (since they
+    /// became one) are removed in the background (DESIGN §6); `None`: kept
+    /// until replayed or deleted.
+    pub dead_letter_max_age: Option<Duration>,
 }
 
 /// `url` with the password of its userinfo (or the whole userinfo when it
@@ -140,6 +144,9 @@ const DEFAULT_REPLICA_TIMEOUT: Duration = Duration::from_millis(500);
 const MAX_REPLICA_TIMEOUT: Duration = Duration::from_secs(10);
 /// More replicas than any deployment has: a typo, not a setting.
 const MAX_MIN_REPLICAS: i64 = 64;
+/// `dead_letter_max_age` bounds: a second (tests and drills) to ten years.
+const MIN_DEAD_LETTER_MAX_AGE: Duration = Duration::from_secs(1);
+const MAX_DEAD_LETTER_MAX_AGE: Duration = Duration::from_secs(10 * 365 * 86_400);
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum KindWord {
@@ -279,6 +286,26 @@ pub(super) fn build_store(c: &mut Check<'_>, raw: Option<&Spanned<RawStore>>) ->
     );
     let (min_replicas, replica_timeout) = replication(c, r, kind);
     let encryption = super::encryption::keyring(c, r.and_then(|r| r.encryption.as_ref()));
+    let max_age_value = r.and_then(|r| r.dead_letter_max_age.as_ref());
+    let dead_letter_max_age = match max_age_value {
+        None => Some(None),
+        Some(v) if kind == Some(KindWord::Memory) => {
+            c.at(
+                v,
+                "store.dead_letter_max_age",
+                "the memory store keeps no dead letters",
+            );
+            None
+        }
+        Some(v) => c
+            .duration_within(
+                Some(v),
+                "store.dead_letter_max_age",
+                MIN_DEAD_LETTER_MAX_AGE,
+                MIN_DEAD_LETTER_MAX_AGE..=MAX_DEAD_LETTER_MAX_AGE,
+            )
+            .map(Some),
+    };
     let store = match (
         store_kind.filter(|_| sentinel_keys_ok && sqlite_keys_ok),
         nonce_ttl,
@@ -287,6 +314,7 @@ pub(super) fn build_store(c: &mut Check<'_>, raw: Option<&Spanned<RawStore>>) ->
         min_replicas,
         replica_timeout,
         encryption,
+        dead_letter_max_age,
     ) {
         (
             Some(kind),
@@ -296,6 +324,7 @@ pub(super) fn build_store(c: &mut Check<'_>, raw: Option<&Spanned<RawStore>>) ->
             Some(min_replicas),
             Some(replica_timeout),
             Some(encryption),
+            Some(dead_letter_max_age),
         ) => Some(Store {
             kind,
             nonce_ttl,
@@ -307,6 +336,7 @@ pub(super) fn build_store(c: &mut Check<'_>, raw: Option<&Spanned<RawStore>>) ->
                 .and_then(|r| r.master.as_ref())
                 .map(|m| c.lines.line(m.span().start)),
             encryption,
+            dead_letter_max_age,
         }),
         _ => None,
     };

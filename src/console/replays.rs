@@ -100,6 +100,7 @@ impl Replays {
                             crate::delivery::Held::Breaker(_) => "the app's breaker is open",
                         });
                     }),
+                    Step::Going => replays.update(&run, |p| p.held = None),
                     Step::Replayed { done, result, .. } => replays.update(&run, |p| {
                         p.held = None;
                         p.done = done;

@@ -12,6 +12,7 @@
 //! | `{prefix}:queue:{<source>}:delayed` | envelopes waiting for a retry |
 //! | `{prefix}:queue:{<source>}:settled` | the id of the entry removed last |
 //! | `{prefix}:dlq` | the dead-letter stream |
+//! | `{prefix}:dlq:jobs` | the dead-letter jobs (DESIGN §6b): id → JSON |
 
 use std::borrow::Cow;
 use std::time::Duration;
@@ -81,6 +82,12 @@ pub fn settled_key(prefix: &str, source: &str) -> String {
 /// `{prefix}:dlq`.
 pub fn dlq_key(prefix: &str) -> String {
     format!("{prefix}:dlq")
+}
+
+/// `{prefix}:dlq:jobs`: the dead-letter jobs (DESIGN §6b), a hash of id
+/// to JSON.
+pub fn jobs_key(prefix: &str) -> String {
+    format!("{prefix}:dlq:jobs")
 }
 
 /// `{<prefix>:dlq}:moved`: the new id of each dead letter `hookgate store

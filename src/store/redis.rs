@@ -190,6 +190,23 @@ return 1
     )
 });
 
+/// `KEYS[1]` a hash, `ARGV[1]` a field: set to `ARGV[3]` (`''`: removed)
+/// if it holds `ARGV[2]` (`''`: absent).
+static HASH_SWAP: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local cur = redis.call('HGET', KEYS[1], ARGV[1]) or ''
+if cur ~= ARGV[2] then return 0 end
+if ARGV[3] == '' then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+else
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+end
+return 1
+",
+    )
+});
+
 static VERSION_ADVANCE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
@@ -501,6 +518,33 @@ impl RedisStore {
         let old = old.unwrap_or("");
         let done: i64 = self
             .eval(&SWAP, &[&key], &[old.as_bytes(), new.as_bytes()])
+            .await?;
+        Ok(done == 1)
+    }
+
+    /// Every dead-letter job: `(id, JSON)`.
+    pub async fn jobs(&self, prefix: &str) -> Result<Vec<(String, String)>, Error> {
+        self.query(redis::cmd("HGETALL").arg(super::keys::jobs_key(prefix)))
+            .await
+    }
+
+    /// Stores `new` as job `id` (`None`: removes it) if it still holds
+    /// `old` (`None`: absent); whether it did.
+    pub async fn job_swap(
+        &self,
+        prefix: &str,
+        id: &str,
+        old: Option<&str>,
+        new: Option<&str>,
+    ) -> Result<bool, Error> {
+        let key = super::keys::jobs_key(prefix);
+        let (old, new) = (old.unwrap_or(""), new.unwrap_or(""));
+        let done: i64 = self
+            .eval(
+                &HASH_SWAP,
+                &[&key],
+                &[id.as_bytes(), old.as_bytes(), new.as_bytes()],
+            )
             .await?;
         Ok(done == 1)
     }

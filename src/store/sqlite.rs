@@ -478,9 +478,14 @@ impl SqliteStore {
         }
     }
 
-    pub async fn dead_remove(&self, id: &str) -> Result<(), Error> {
-        let Some(id) = id_of(id) else { return Ok(()) };
-        self.call(Op::DeadRemove { id }).await.map(|_| ())
+    pub async fn dead_remove(&self, id: &str) -> Result<bool, Error> {
+        let Some(id) = id_of(id) else {
+            return Ok(false);
+        };
+        match self.call(Op::DeadRemove { id }).await? {
+            Reply::Moved(removed) => Ok(removed),
+            other => Err(unexpected(&other)),
+        }
     }
 
     /// Rewrites a dead letter in place (its id stays); `None` when it was

@@ -483,12 +483,12 @@ impl RedisStore {
 
     /// Removes a dead letter by id, or by the id it had before `hookgate
     /// store rekey` wrote it again (the `REMOVE_DEAD` script).
-    pub async fn dead_remove(&self, prefix: &str, id: &str) -> Result<(), Error> {
+    pub async fn dead_remove(&self, prefix: &str, id: &str) -> Result<bool, Error> {
         let keys = [dlq_key(prefix), dlq_moved_key(prefix)];
-        let _: i64 = self
+        let removed: i64 = self
             .eval(&REMOVE_DEAD, &[&keys[0], &keys[1]], &[id.as_bytes()])
             .await?;
-        Ok(())
+        Ok(removed == 1)
     }
 
     /// Stream entries cannot change: the entry is written again under a new

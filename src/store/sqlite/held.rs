@@ -1,7 +1,8 @@
 //! What holds a source's delivery, kept in the file so that every process
 //! on it (the server, `hookgate sources`, `hookgate dlq replay`) sees one
 //! state (DESIGN §6a): its pause (`paused`) and its circuit breaker
-//! (`breakers`).
+//! (`breakers`); and the dead-letter jobs (`jobs`, DESIGN §6b), which any
+//! of them may take over.
 
 use rusqlite::{OptionalExtension, params};
 
@@ -58,6 +59,35 @@ impl SqliteStore {
             source: source.to_owned(),
             old: old.map(str::to_owned),
             new: new.to_owned(),
+        };
+        match self.call(op).await? {
+            Reply::Moved(done) => Ok(done),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Every dead-letter job: `(id, JSON)`.
+    pub async fn jobs(&self) -> Result<Vec<(String, String)>, Error> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached("SELECT id, body FROM jobs ORDER BY id")?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect()
+        })
+        .await
+    }
+
+    /// Stores `new` as job `id` (`None`: removes it) if it still holds
+    /// `old` (`None`: absent); whether it did.
+    pub async fn job_swap(
+        &self,
+        id: &str,
+        old: Option<&str>,
+        new: Option<&str>,
+    ) -> Result<bool, Error> {
+        let op = Op::JobSwap {
+            id: id.to_owned(),
+            old: old.map(str::to_owned),
+            new: new.map(str::to_owned),
         };
         match self.call(op).await? {
             Reply::Moved(done) => Ok(done),

@@ -115,6 +115,13 @@ pub enum Op {
         old: Option<String>,
         new: String,
     },
+    /// Job `id` replaced by `new` (`None`: removed) if it is still `old`
+    /// (`None`: no row): [`Reply::Moved`] says whether it was.
+    JobSwap {
+        id: String,
+        old: Option<String>,
+        new: Option<String>,
+    },
     /// A write that changes nothing, to show the file takes writes.
     Ping,
 }
@@ -429,9 +436,10 @@ pub(super) fn apply(tx: &Transaction<'_>, op: &Op, now: i64) -> rusqlite::Result
             Ok(Reply::Id(id))
         }
         Op::DeadRemove { id } => {
-            tx.prepare_cached("DELETE FROM dead_letters WHERE id = ?1")?
+            let n = tx
+                .prepare_cached("DELETE FROM dead_letters WHERE id = ?1")?
                 .execute(params![id])?;
-            Ok(Reply::Done)
+            Ok(Reply::Moved(n == 1))
         }
         Op::DeadReplace { id, meta, envelope } => {
             let n = tx
@@ -462,6 +470,26 @@ pub(super) fn apply(tx: &Transaction<'_>, op: &Op, now: i64) -> rusqlite::Result
                         "INSERT INTO breakers (source, state) VALUES (?1, ?2) ON CONFLICT (source) DO NOTHING",
                     )?
                     .execute(params![source, new])?,
+            };
+            Ok(Reply::Moved(n == 1))
+        }
+        Op::JobSwap { id, old, new } => {
+            let n = match (old, new) {
+                (Some(old), Some(new)) => tx
+                    .prepare_cached("UPDATE jobs SET body = ?3 WHERE id = ?1 AND body = ?2")?
+                    .execute(params![id, old, new])?,
+                (Some(old), None) => tx
+                    .prepare_cached("DELETE FROM jobs WHERE id = ?1 AND body = ?2")?
+                    .execute(params![id, old])?,
+                (None, Some(new)) => tx
+                    .prepare_cached(
+                        "INSERT INTO jobs (id, body) VALUES (?1, ?2) ON CONFLICT (id) DO NOTHING",
+                    )?
+                    .execute(params![id, new])?,
+                (None, None) => tx
+                    .prepare_cached("SELECT count(*) FROM jobs WHERE id = ?1")?
+                    .query_row(params![id], |r| r.get::<_, i64>(0))
+                    .map(|n| usize::from(n == 0))?,
             };
             Ok(Reply::Moved(n == 1))
         }

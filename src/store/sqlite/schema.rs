@@ -47,13 +47,22 @@ pub static STEPS: LazyLock<Vec<String>> = LazyLock::new(|| {
 
 /// The steps after the trail's tables: each source's circuit breaker, so
 /// that every process on the file (the server, `hookgate dlq replay`) sees
-/// one state.
-const LATER: &[&str] = &[r"
+/// one state; then the dead-letter jobs (DESIGN §6b), which any of them
+/// may take over.
+const LATER: &[&str] = &[
+    r"
 CREATE TABLE breakers (
     source TEXT PRIMARY KEY NOT NULL,
     state  TEXT NOT NULL
 );
-"];
+",
+    r"
+CREATE TABLE jobs (
+    id   TEXT PRIMARY KEY NOT NULL,
+    body TEXT NOT NULL
+);
+",
+];
 
 const WRITTEN: &[&str] = &[
     r"
