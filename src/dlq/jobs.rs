@@ -724,9 +724,12 @@ impl<'a> Runner<'a> {
             Err(super::Error::NotFound(_)) => return Ok(Handled::Gone),
             Err(e) => return Err(e.into()),
         };
-        let job_id = owned.job().await.id;
+        let (job_id, job_by) = {
+            let job = owned.job().await;
+            (job.id, job.by)
+        };
         if kind == Kind::Delete {
-            let by = format!("job {job_id}");
+            let by = format!("{job_by} (job {job_id})");
             return Ok(
                 if super::discard(steps.store, config, &dead, State::Discarded, &by).await? {
                     tracing::info!(job = %job_id, source = %dead.envelope.source, event_id = %dead.envelope.event_id, dlq_id = %id, "dead letter deleted");

@@ -46,6 +46,8 @@
 //!   on Redis with two replicas.
 //! - `dlq`: dead letters in both modes, `hookgate dlq`, the admin endpoints;
 //!   on Redis and on SQLite.
+//! - `jobs`: dead letters by MATCH: dry runs, replay and delete jobs, a job
+//!   taken over after its replica is killed, `dead_letter_max_age`.
 //! - `delivery_kit`: what those three share (scripted app, in-process hookgate,
 //!   the Redis or SQLite backend and its queue and dead-letter counts).
 //! - `monitoring`: the chart's dashboard panels and alert expressions asked
@@ -85,6 +87,7 @@ mod flood;
 mod forwarding;
 mod handshakes;
 mod hostile;
+mod jobs;
 mod keys;
 mod logs;
 mod monitoring;
