@@ -8,8 +8,11 @@
 //! - `GET /console/dead-letters[?source]`: dead letters, with "Replay" and
 //!   "Replay all"; `GET /console/replays/{id}`: a "Replay all" run as JSON.
 //! - `POST /console/sign-in`, `/console/sign-out`,
-//!   `/console/dead-letters/replay`, `/console/dead-letters/replay-all`:
-//!   each answered with a redirect to a page (so a reload never repeats one).
+//!   `/console/dead-letters/replay`, `/console/dead-letters/replay-all`,
+//!   `/console/dead-letters/start`, `/console/dead-letters/jobs/cancel`:
+//!   each answered with a redirect to a page (so a reload never repeats
+//!   one); `POST /console/dead-letters/confirm` shows the count a replay or
+//!   delete by match would take, and changes nothing.
 //! - `GET /console/static/console.css`, `/console/static/console.js`: compiled in.
 //!
 //! Rules every request goes through, in this order:
@@ -28,6 +31,7 @@
 //!
 //! The admin token is never logged, echoed, or put in a page.
 
+mod matching;
 pub mod pages;
 pub mod replays;
 pub mod sampler;
@@ -158,6 +162,9 @@ where
             }
             "/console/dead-letters/replay" => views::replay_one(state, &form).await,
             "/console/dead-letters/replay-all" => views::replay_all(state, console, &form),
+            "/console/dead-letters/confirm" => matching::confirm(state, &session, &form).await,
+            "/console/dead-letters/start" => matching::start(state, &form).await,
+            "/console/dead-letters/jobs/cancel" => matching::cancel(state, &form).await,
             "/console/sources/pause" => views::pause_or_resume(state, &form, true).await,
             "/console/sources/resume" => views::pause_or_resume(state, &form, false).await,
             _ => text(StatusCode::NOT_FOUND, "not found\n"),

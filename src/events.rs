@@ -163,6 +163,9 @@ pub fn show_text(shown: &Shown) -> String {
     if let Some(id) = &r.dead_letter_id {
         out.push_str(&format!("dead letter:  {id}\n"));
     }
+    if let (Some(by), Some(at)) = (&r.removed_by, &r.removed_at) {
+        out.push_str(&format!("removed by:   {by} at {at}\n"));
+    }
     let live = &shown.store;
     out.push_str(&format!(
         "nonce now:    {}{}\n",

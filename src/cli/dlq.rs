@@ -336,14 +336,17 @@ async fn by_match(
         r.rate = rate;
         jobs::Runner::new(r)
     };
+    let plan = jobs::Plan {
+        kind,
+        matching: m,
+        rate,
+        by: by.to_owned(),
+    };
     let job = match jobs::start(
         steps.store,
         &steps.config.store.key_prefix,
-        kind,
-        m,
+        plan,
         &matched,
-        rate,
-        by,
         Some(&runner.owner),
     )
     .await

@@ -27,6 +27,11 @@ pub struct Frame<'a> {
     pub csrf: &'a str,
 }
 
+/// A signed-in page around `content`.
+pub fn framed(frame: &Frame<'_>, content: Markup) -> Markup {
+    layout(frame, html! {}, content)
+}
+
 fn layout(frame: &Frame<'_>, extra_head: Markup, content: Markup) -> Markup {
     let item = |nav: Nav, href: &str, label: &str| {
         html! {
@@ -346,6 +351,8 @@ pub struct EventPage {
     pub duplicates_between: Option<(String, String)>,
     pub next_attempt_at: Option<String>,
     pub dead_letter_id: Option<String>,
+    /// `discarded` or `expired`: who or what removed its dead letter, and when.
+    pub removed: Option<(String, String)>,
     /// What the store holds now, as label and value.
     pub live: Vec<(String, String)>,
     /// The dead letter itself, when the store still has it.
@@ -379,6 +386,7 @@ pub fn event(frame: &Frame<'_>, view: &EventPage) -> Markup {
             }
             @if let Some(next) = &view.next_attempt_at { dt { "Next attempt" } dd { (next) } }
             @if let Some(id) = &view.dead_letter_id { dt { "Dead letter" } dd.id { (id) } }
+            @if let Some((by, at)) = &view.removed { dt { "Removed by" } dd { (by) " at " (at) } }
         }
         h2 { "Attempts" }
         @if view.attempts.is_empty() {
@@ -457,6 +465,10 @@ pub struct DeadLetters {
     pub pager: Pager,
     pub notice: Option<String>,
     pub run: Option<Progress>,
+    /// The MATCH form, its preview and the jobs.
+    pub matching: Markup,
+    /// Whether a job runs: the page refreshes itself.
+    pub job_running: bool,
 }
 
 /// Where a page of a list is: entries `from` to `to` (counted from 1) of
@@ -554,6 +566,8 @@ pub fn dead_letters(frame: &Frame<'_>, view: &DeadLetters) -> Markup {
         @if running {
             script src="/console/static/console.js" defer {}
             noscript { meta http-equiv="refresh" content="2"; }
+        } @else if view.job_running {
+            meta http-equiv="refresh" content="2";
         }
     };
     let content = html! {
@@ -574,6 +588,7 @@ pub fn dead_letters(frame: &Frame<'_>, view: &DeadLetters) -> Markup {
         }
         @if let Some(run) = &view.run { (progress(run)) }
         @if let Some(notice) = &view.notice { p.notice role="status" { (notice) } }
+        (view.matching)
         @if let Some(source) = &view.source {
             @if !view.entries.is_empty() {
                 form.replay-all method="post" action="/console/dead-letters/replay-all" {

@@ -417,6 +417,7 @@ pub async fn event(
             .zip(r.last_duplicate_at.clone()),
         next_attempt_at: r.next_attempt_at.clone(),
         dead_letter_id: r.dead_letter_id.clone(),
+        removed: r.removed_by.clone().zip(r.removed_at.clone()),
         live,
         dead_letter,
     };
@@ -542,10 +543,12 @@ pub async fn dead_letters(
                 "{id}: its payload cannot be opened with the configured keys; kept, nothing sent."
             ),
             "failed" => format!("{id}: the app did not take it; kept."),
+            "deleted" => format!("{id}: deleted."),
             _ => format!("{id}: no such dead letter (already replayed?)."),
         }),
-        _ => None,
+        _ => super::matching::notice(query),
     };
+    let (matching, job_running) = super::matching::section(state, f.csrf, query).await;
     let run = urls::value(query, "run").and_then(|id| console.replays.get(&id));
     let view = pages::DeadLetters {
         sources: counts.into_iter().collect(),
@@ -554,6 +557,8 @@ pub async fn dead_letters(
         pager,
         notice,
         run,
+        matching,
+        job_running,
     };
     html(StatusCode::OK, pages::dead_letters(&f, &view))
 }

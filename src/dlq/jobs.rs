@@ -262,13 +262,16 @@ pub fn owner_name() -> String {
 pub async fn start(
     store: &Store,
     prefix: &str,
-    kind: Kind,
-    m: Match,
+    plan: Plan,
     matched: &[Dead],
-    rate: Option<f64>,
-    by: &str,
     owner: Option<&str>,
 ) -> Result<Job, Error> {
+    let Plan {
+        kind,
+        matching: m,
+        rate,
+        by,
+    } = plan;
     let now = crate::time::now_ms();
     let existing = list(store, prefix).await?;
     if let Some(busy) = existing
@@ -335,6 +338,17 @@ pub async fn start(
     Ok(job)
 }
 
+/// What a job is asked to do, and by whom.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub kind: Kind,
+    pub matching: Match,
+    /// Deliveries per second, besides each source's `max_rate`.
+    pub rate: Option<f64>,
+    /// `cli:USER@HOST`, `admin`, `console`.
+    pub by: String,
+}
+
 /// What a replay or delete by match answers (DESIGN §6b): how many
 /// entries match, the first [`super::matching::SAMPLE`], and the job
 /// started for them (more than one entry) or the result for the one.
@@ -393,14 +407,17 @@ pub async fn ask(
         answer.result = Some(result);
         return Ok((answer, None));
     }
+    let plan = Plan {
+        kind,
+        matching: m,
+        rate,
+        by: by.to_owned(),
+    };
     let job = start(
         steps.store,
         &steps.config.store.key_prefix,
-        kind,
-        m,
+        plan,
         &matched,
-        rate,
-        by,
         None,
     )
     .await?;

@@ -30,7 +30,7 @@ async fn start(app: &App, backend: &Backend, sources: &str) -> Hookgate {
 }
 
 /// Sends a signed event with extra headers to source `name`.
-async fn send(
+pub(crate) async fn send(
     hookgate: &Hookgate,
     name: &str,
     id: &str,
@@ -48,7 +48,7 @@ async fn send(
         .status
 }
 
-async fn wait_text(client: &Client, css: &str, needle: &str) -> String {
+pub(crate) async fn wait_text(client: &Client, css: &str, needle: &str) -> String {
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
         let text = match client.find(Locator::Css(css)).await {
@@ -73,7 +73,7 @@ async fn wait_text(client: &Client, css: &str, needle: &str) -> String {
     }
 }
 
-async fn sign_in(client: &Client, admin: &str, token: &str) {
+pub(crate) async fn sign_in(client: &Client, admin: &str, token: &str) {
     client
         .goto(&format!("{admin}/console"))
         .await
@@ -103,7 +103,7 @@ async fn sign_in(client: &Client, admin: &str, token: &str) {
         .expect("click Sign in");
 }
 
-async fn click_button(client: &Client, scope: &str, label: &str) {
+pub(crate) async fn click_button(client: &Client, scope: &str, label: &str) {
     client
         .find(Locator::XPath(&format!(
             "{scope}//button[normalize-space()='{label}']"
@@ -132,7 +132,7 @@ async fn resources(client: &Client) -> Vec<String> {
         .collect()
 }
 
-async fn screenshot(client: &Client, name: &str) {
+pub(crate) async fn screenshot(client: &Client, name: &str) {
     let png = client.screenshot().await.expect("screenshot");
     assert!(png.starts_with(b"\x89PNG"), "a PNG screenshot of {name}");
     if let Some(dir) = std::env::var_os("HOOKGATE_CONSOLE_SCREENSHOTS") {

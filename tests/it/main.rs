@@ -19,6 +19,8 @@
 //! - `admin`: `/healthz`, `/readyz`, `/metrics`.
 //! - `console`: the console in a real headless chromium: sign-in, events,
 //!   dead letters and their replay, CSRF and origin checks, hostile values.
+//! - `console_matching`: the console's dead letters by MATCH: preview,
+//!   confirmation, replay and delete jobs, in chromium.
 //! - `cli`: `check`, `sign`, `run` with `$HOOKGATE_CONFIG`.
 //! - `resign`: `[source.resign]` in front of an app that checks Stripe signatures itself.
 //! - `reload`: SIGHUP, refused configs, rotated secret files.
@@ -77,6 +79,7 @@ mod cli;
 mod cluster;
 mod concurrency;
 mod console;
+mod console_matching;
 mod delivery_kit;
 mod dlq;
 mod eviction;
