@@ -83,6 +83,14 @@ where
     if path == "/sources" || path.starts_with("/sources/") {
         return sources(state, request).await;
     }
+    if path == "/rejections" {
+        return rejections(
+            state,
+            request.method(),
+            request.headers(),
+            request.uri().query(),
+        );
+    }
     let method = request.method();
     if method != Method::GET && method != Method::HEAD {
         return text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n");
@@ -319,6 +327,35 @@ where
         (_, ["sources", ..]) => text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n"),
         _ => text(StatusCode::NOT_FOUND, "not found\n"),
     }
+}
+
+/// `GET /rejections?source=&outcome=&limit=` (DESIGN §7d): what this
+/// process refused lately, newest first, with the last hour's counts.
+fn rejections(
+    state: &State,
+    method: &Method,
+    headers: &HeaderMap,
+    query: Option<&str>,
+) -> Response<Body> {
+    let runtime = state.runtime();
+    if let Some(refused) = refused_without_token(&runtime.config, headers) {
+        return refused;
+    }
+    if method != Method::GET && method != Method::HEAD {
+        return text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n");
+    }
+    let decoded = |name| query_param(query, name).and_then(|v| percent_decode(&v));
+    let limit = match decoded("limit").map(|v| v.parse::<usize>()) {
+        None => 0,
+        Some(Ok(n)) if n >= 1 => n,
+        _ => return bad_request("limit is a whole number from 1; values above 1000 read as 1000"),
+    };
+    let listed = state.rejections.list(
+        decoded("source").as_deref(),
+        decoded("outcome").as_deref(),
+        limit,
+    );
+    json(StatusCode::OK, &listed)
 }
 
 /// `GET /dlq` and `POST /dlq/replay`.

@@ -4,6 +4,7 @@ pub mod check;
 pub mod dlq;
 pub mod events;
 pub mod filter;
+pub mod rejections;
 pub mod sign;
 pub mod sources;
 pub mod store;
@@ -115,6 +116,24 @@ pub enum Command {
         config: Option<PathBuf>,
         #[command(subcommand)]
         action: StoreAction,
+    },
+    /// What the running server refused lately and why (400, 403, 404, 405,
+    /// 413), read from its admin listener: newest first, with the last
+    /// hour's counts by outcome and by client address.
+    Rejections {
+        /// The config file naming the admin listener and token, e.g.
+        /// `--config hookgate.toml` (also from $HOOKGATE_CONFIG).
+        #[arg(long, env = "HOOKGATE_CONFIG")]
+        config: Option<PathBuf>,
+        /// Only this `[[source]]`'s refusals, e.g. `--source stripe`.
+        #[arg(long)]
+        source: Option<String>,
+        /// Only this outcome, e.g. `--outcome invalid_signature`.
+        #[arg(long)]
+        outcome: Option<String>,
+        /// At most this many entries (1 to 1000), e.g. `--limit 20`.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
     },
 }
 

@@ -5,6 +5,8 @@
 //! - `GET /console`: the overview, or the sign-in form without a session.
 //! - `GET /console/events[?source&state&type&id&before]`, `GET
 //!   /console/events/{source}/{event_id}`: the trail (§7a) and one event.
+//! - `GET /console/rejections[?source&outcome]`: what this replica refused
+//!   lately and why (§7d), with the last hour's counts.
 //! - `GET /console/dead-letters[?source]`: dead letters, with "Replay" and
 //!   "Replay all"; `GET /console/replays/{id}`: a "Replay all" run as JSON.
 //! - `POST /console/sign-in`, `/console/sign-out`,
@@ -33,6 +35,7 @@
 
 mod matching;
 pub mod pages;
+mod rejected;
 pub mod replays;
 pub mod sampler;
 pub mod session;
@@ -194,6 +197,7 @@ where
             }
         }
         ["console", "dead-letters"] => views::dead_letters(state, console, &session, &query).await,
+        ["console", "rejections"] => rejected::page(state, &session, &query),
         ["console", "replays", id] => match console.replays.get(id) {
             Some(progress) => json(StatusCode::OK, &progress),
             None => json(

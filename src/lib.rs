@@ -83,6 +83,7 @@ pub mod pace;
 pub mod pause;
 pub mod pipeline;
 pub mod queue;
+pub mod rejections;
 pub mod rekey;
 pub mod reload;
 pub mod route;

@@ -72,6 +72,20 @@ fn main() -> ExitCode {
             Ok(config) => block_on(cli::dlq::dlq(&config, action)),
             Err(code) => code,
         },
+        Command::Rejections {
+            config,
+            source,
+            outcome,
+            limit,
+        } => match given(config, "rejections") {
+            Ok(config) => block_on(cli::rejections::rejections(
+                &config,
+                source.as_deref(),
+                outcome.as_deref(),
+                limit,
+            )),
+            Err(code) => code,
+        },
     }
 }
 

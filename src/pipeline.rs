@@ -75,7 +75,7 @@ where
     forward::strip_spoofable(&mut parts.headers, server.underscores_in_headers);
     if let Err(e) = crate::route::origin_form(&mut parts) {
         tracing::debug!(reason = %e, "request target refused");
-        log_unmatched(state, span, &parts, &Outcome::BadRequest);
+        log_unmatched(state, span, &parts, &Outcome::BadRequest, peer);
         return Outcome::BadRequest.response();
     }
 
@@ -102,8 +102,14 @@ where
         &parts.uri,
         &parts.headers,
     );
+    let refuse = |span, outcome: Outcome, body_bytes: Option<usize>, why: Option<&Error>| {
+        reject(
+            state, &runtime, source, &parts, peer, &outcome, body_bytes, why,
+        );
+        finish(state, span, source, None, outcome, None)
+    };
     if check.is_none() && parts.method != Method::POST {
-        return finish(state, span, source, None, Outcome::MethodNotAllowed, None);
+        return refuse(span, Outcome::MethodNotAllowed, None, None);
     }
     // The sender address gate: every request the source would take, endpoint
     // checks included, comes from an allowed client or is refused before
@@ -112,7 +118,7 @@ where
         let client = crate::allow::client_address(peer, &parts.headers, &server.trusted_proxies);
         if !client.is_some_and(|ip| allowed.contains(ip)) {
             tracing::debug!(source = %source.name, client = ?client, peer = ?peer, "client address outside allow_ips");
-            return finish(state, span, source, None, Outcome::ForbiddenIp, None);
+            return refuse(span, Outcome::ForbiddenIp, None, None);
         }
     }
     match check {
@@ -129,7 +135,7 @@ where
         }
         Some(Err(e)) => {
             tracing::debug!(source = %source.name, reason = %e, "endpoint check refused");
-            return finish(state, span, source, None, Outcome::from(&e), None);
+            return refuse(span, Outcome::from(&e), None, Some(&e));
         }
         None => {}
     }
@@ -142,7 +148,7 @@ where
     .await
     {
         Ok(body) => body,
-        Err(outcome) => return finish(state, span, source, None, outcome, None),
+        Err(outcome) => return refuse(span, outcome, None, None),
     };
 
     // Schemes whose key comes from the provider (SNS, PayPal, Google) fetch
@@ -172,7 +178,7 @@ where
                 let observed = observe(state, server, source, &parts, body, peer, outcome, span);
                 return observed.await;
             }
-            return finish(state, span, source, None, outcome, None);
+            return refuse(span, outcome, Some(body.len()), Some(&e));
         }
     };
     verifying.end();
@@ -607,6 +613,52 @@ fn finish(
         "request"
     );
     response
+}
+
+/// Keeps a refusal of a §3 row (DESIGN §7d): metadata only.
+#[allow(clippy::too_many_arguments)]
+fn reject(
+    state: &State,
+    runtime: &Runtime,
+    source: &Source,
+    parts: &http::request::Parts,
+    peer: Option<IpAddr>,
+    outcome: &Outcome,
+    body_bytes: Option<usize>,
+    why: Option<&Error>,
+) {
+    let status = outcome.status();
+    if !crate::rejections::kept(status) {
+        return;
+    }
+    let (signature_header, outside_tolerance_secs) = match why {
+        Some(Error::MissingSignature(h) | Error::MalformedSignature(h)) => (Some(*h), None),
+        Some(Error::TimestampOutsideWindow {
+            timestamp,
+            tolerance_secs,
+        }) => {
+            let skew = unix_now() - timestamp;
+            let beyond = skew.abs() - i64::try_from(*tolerance_secs).unwrap_or(i64::MAX);
+            (None, Some(beyond.max(0) * skew.signum()))
+        }
+        _ => (None, None),
+    };
+    let server = &runtime.config.server;
+    let kept = state.rejections.record(&crate::rejections::Refused {
+        source: Some(&source.name),
+        path: parts.uri.path(),
+        outcome: outcome.code(),
+        status: status.as_u16(),
+        client: crate::allow::client_address(peer, &parts.headers, &server.trusted_proxies),
+        user_agent: parts
+            .headers
+            .get(http::header::USER_AGENT)
+            .map(http::HeaderValue::as_bytes),
+        body_bytes: body_bytes.map(|n| n as u64),
+        signature_header,
+        outside_tolerance_secs,
+    });
+    state.metrics.rejections_kept.set(kept as i64);
 }
 
 /// Reads the whole body within `timeout`, refusing more than `max` bytes

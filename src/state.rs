@@ -55,6 +55,8 @@ pub struct State {
     pub behind: TaskTracker,
     /// The tracer, when `[tracing]` was set at start (a reload keeps it).
     pub traces: Option<Arc<crate::traces::Traces>>,
+    /// What this process refused lately (DESIGN §7d).
+    pub rejections: crate::rejections::Rejections,
 }
 
 impl State {
@@ -108,6 +110,7 @@ impl State {
             tls,
             behind: TaskTracker::new(),
             traces,
+            rejections: crate::rejections::Rejections::default(),
         })
     }
 

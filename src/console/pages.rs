@@ -18,6 +18,7 @@ pub enum Nav {
     Overview,
     Events,
     DeadLetters,
+    Rejections,
 }
 
 /// What every signed-in page needs.
@@ -59,6 +60,7 @@ fn layout(frame: &Frame<'_>, extra_head: Markup, content: Markup) -> Markup {
                         (item(Nav::Overview, "/console", "Overview"))
                         (item(Nav::Events, "/console/events", "Events"))
                         (item(Nav::DeadLetters, "/console/dead-letters", "Dead letters"))
+                        (item(Nav::Rejections, "/console/rejections", "Rejections"))
                     }
                     form.signout method="post" action="/console/sign-out" {
                         input type="hidden" name="csrf" value=(frame.csrf);

@@ -126,7 +126,7 @@ where
                             "http.response.status_code",
                             i64::from(response.status().as_u16()),
                         );
-                        log_unmatched(state, span, &parts, &Outcome::Unmatched);
+                        log_unmatched(state, span, &parts, &Outcome::Unmatched, peer);
                         return response;
                     }
                     Err(e) => Outcome::from(&e),
@@ -134,7 +134,7 @@ where
             }
         },
     };
-    log_unmatched(state, span, &parts, &outcome);
+    log_unmatched(state, span, &parts, &outcome, peer);
     outcome.response()
 }
 
@@ -145,9 +145,32 @@ pub(super) fn log_unmatched(
     mut span: Span,
     parts: &http::request::Parts,
     outcome: &Outcome,
+    peer: Option<IpAddr>,
 ) {
     state.metrics.request("", outcome.code());
     let status = outcome.status();
+    if crate::rejections::kept(status) {
+        let runtime = state.runtime();
+        let kept = state.rejections.record(&crate::rejections::Refused {
+            source: None,
+            path: parts.uri.path(),
+            outcome: outcome.code(),
+            status: status.as_u16(),
+            client: crate::allow::client_address(
+                peer,
+                &parts.headers,
+                &runtime.config.server.trusted_proxies,
+            ),
+            user_agent: parts
+                .headers
+                .get(http::header::USER_AGENT)
+                .map(http::HeaderValue::as_bytes),
+            body_bytes: None,
+            signature_header: None,
+            outside_tolerance_secs: None,
+        });
+        state.metrics.rejections_kept.set(kept as i64);
+    }
     let trace_id = span.trace_id();
     if span.recording() {
         span.word("hookgate.outcome", outcome.code());

@@ -13,6 +13,8 @@
 //!   or on one SQLite file).
 //! - `eviction`: a Redis that may evict keys (log, `check`, gauges; single
 //!   node, cluster, Sentinel) and the memory store's fill.
+//! - `rejections`: every refusal row kept as metadata only, nothing secret,
+//!   no store write, and a flood held at the caps.
 //! - `redis_store`: Redis going away and coming back, the key layout, cluster.
 //! - `store`: the store backends against a real Redis, and the memory and
 //!   SQLite stores held to the same suite; a SQLite file opened again.
@@ -102,6 +104,7 @@ mod properties;
 mod public_keys;
 mod queue;
 mod redis_store;
+mod rejections;
 mod reload;
 mod resign;
 mod rotation;
