@@ -423,3 +423,48 @@ mod aead {
         ring_seal(b, &ring::aead::AES_256_GCM);
     }
 }
+
+/// Keeping one refusal (DESIGN §7d) after 100 refusals and after a million
+/// from 20,000 addresses: the cost stays flat once the caps are reached.
+mod rejections {
+    use divan::Bencher;
+    use hookgate::rejections::{Refused, Rejections};
+
+    fn refused(i: u32) -> Refused<'static> {
+        Refused {
+            source: Some("stripe"),
+            path: "/hooks/stripe",
+            outcome: "invalid_signature",
+            status: 400,
+            client: Some(std::net::IpAddr::from(
+                (0x0a00_0000 + i % 20_000).to_be_bytes(),
+            )),
+            user_agent: Some(b"Stripe/1.0 (+https://stripe.com/docs/webhooks)"),
+            body_bytes: Some(1500),
+            signature_header: None,
+            outside_tolerance_secs: None,
+        }
+    }
+
+    fn after(b: Bencher, before: u32) {
+        let r = Rejections::default();
+        for i in 0..before {
+            r.record(&refused(i));
+        }
+        let mut i = before;
+        b.bench_local(|| {
+            i = i.wrapping_add(1);
+            r.record(&refused(i))
+        });
+    }
+
+    #[divan::bench]
+    fn record_after_100(b: Bencher) {
+        after(b, 100);
+    }
+
+    #[divan::bench]
+    fn record_after_1m(b: Bencher) {
+        after(b, 1_000_000);
+    }
+}
