@@ -424,8 +424,9 @@ mod aead {
     }
 }
 
-/// Keeping one refusal (DESIGN §7d) after 100 refusals and after a million
-/// from 20,000 addresses: the cost stays flat once the caps are reached.
+/// Keeping one refusal (DESIGN §7d) after 100 refusals (below the caps),
+/// after 10,000 and after a million from 20,000 addresses (both at the
+/// caps): the cost stays flat once the caps are reached.
 mod rejections {
     use divan::Bencher;
     use hookgate::rejections::{Refused, Rejections};
@@ -461,6 +462,11 @@ mod rejections {
     #[divan::bench]
     fn record_after_100(b: Bencher) {
         after(b, 100);
+    }
+
+    #[divan::bench]
+    fn record_after_10k(b: Bencher) {
+        after(b, 10_000);
     }
 
     #[divan::bench]

@@ -22,7 +22,7 @@
 //! # Owners
 //! The process running a job renews its lease every [`RENEW_EVERY`]; a
 //! lease not renewed for [`LEASE`] (its process was killed, or lost the
-//! store) lets any server on the store take the job over ([`Runner::scan`],
+//! store) lets any server on the store take the job over ([`run_scanner`],
 //! every [`SCAN_EVERY`]). A command (`hookgate dlq replay MATCH`) runs the
 //! job it started itself; killed, a server finishes it. One job runs at a
 //! time per source: a job whose match could reach a source with a running
