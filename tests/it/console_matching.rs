@@ -137,6 +137,7 @@ async fn dead_letters_are_previewed_replayed_and_deleted_by_match() {
         .await
         .expect("event page");
     wait_text(client, "dl.facts", "discarded").await;
-    wait_text(client, "dl.facts", "Removed by console (job ").await;
+    let facts = wait_text(client, "dl.facts", "console (job ").await;
+    assert!(facts.contains("Removed by"), "{facts}");
     browser.close().await;
 }
