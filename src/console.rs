@@ -2,7 +2,8 @@
 //! engineer on call, under `/console`, only when `[admin] token` is set
 //! (404 otherwise, as if it did not exist).
 //!
-//! - `GET /console`: the overview, or the sign-in form without a session.
+//! - `GET /console[?range=24h]`: the overview with its charts (the last
+//!   hour, or the last 24 hours), or the sign-in form without a session.
 //! - `GET /console/events[?source&state&type&id&before]`, `GET
 //!   /console/events/{source}/{event_id}`: the trail (§7a) and one event.
 //! - `GET /console/rejections[?source&outcome]`: what this replica refused
@@ -33,6 +34,7 @@
 //!
 //! The admin token is never logged, echoed, or put in a page.
 
+mod charts;
 mod matching;
 pub mod pages;
 mod rejected;
@@ -186,7 +188,7 @@ where
     let query = urls::pairs(request.uri().query().unwrap_or(""));
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     match segments.as_slice() {
-        ["console"] => views::overview(state, console, &session).await,
+        ["console"] => views::overview(state, console, &session, &query).await,
         ["console", "events"] => views::events(state, &session, &query).await,
         ["console", "events", source, event_id] => {
             match (urls::dec(source, false), urls::dec(event_id, false)) {

@@ -92,6 +92,7 @@ pub mod seal;
 pub mod secret;
 pub mod server;
 pub mod state;
+pub mod stats;
 pub mod store;
 pub mod time;
 pub mod tls;
@@ -201,6 +202,7 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
     let store_gauges = tokio::spawn(watch_store(Arc::clone(&state), shutdown.clone()));
     let payloads = tokio::spawn(rekey::refresh_gauge(Arc::clone(&state), shutdown.clone()));
     let jobs = tokio::spawn(dlq::jobs::run_scanner(Arc::clone(&state), shutdown.clone()));
+    let stats = tokio::spawn(stats::run(Arc::clone(&state), shutdown.clone()));
     let expiry = state
         .store
         .keeps_queue()
@@ -277,6 +279,10 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
     }
     if let Some(expiry) = expiry {
         expiry.abort();
+    }
+    // The chart counts of the last seconds.
+    if tokio::time::timeout_at(deadline, stats).await.is_err() {
+        tracing::debug!("chart counts of the last seconds not added to the store at exit");
     }
     // Duplicates counted since the last flush of the trail's tally.
     if tokio::time::timeout_at(deadline, state.store.trail_flush())

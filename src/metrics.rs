@@ -104,9 +104,7 @@ type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 /// Latency buckets (seconds) wide enough for both an app's answer and a
 /// sender's clock skew: 5 ms up to 10 minutes.
 fn latency_histogram() -> Histogram {
-    Histogram::new([
-        0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 600.0,
-    ])
+    Histogram::new(crate::stats::LATENCY_BOUNDS)
 }
 
 /// The `class` label of `hookgate_upstream_responses_total` for an answer
@@ -167,6 +165,8 @@ pub struct Metrics {
     pub dlq_jobs: Family<StateLabel, Gauge>,
     /// Rejections this process keeps (DESIGN §7d).
     pub rejections_kept: Gauge,
+    /// The console's chart counts not yet added to the store (DESIGN §7b).
+    pub stats: crate::stats::Tally,
     pub config_reloads: Family<ReloadResult, Counter>,
     /// Console sign-ins refused for a wrong admin token.
     pub console_signin_failures: Counter,
@@ -493,6 +493,7 @@ impl Metrics {
             dead_letters_expired,
             dlq_jobs,
             rejections_kept,
+            stats: crate::stats::Tally::default(),
             config_reloads,
             console_signin_failures,
             key_fetch_failures,
@@ -627,6 +628,7 @@ impl Metrics {
     }
 
     pub fn completion(&self, source: &str, seconds: f64) {
+        self.stats.latency(source, seconds);
         self.with_handle(
             source,
             |h| h.completion.as_ref(),

@@ -580,6 +580,10 @@ fn finish(
 ) -> Response<Body> {
     let response = app_response.unwrap_or_else(|| outcome.response());
     state.metrics.request(&source.name, outcome.code());
+    state
+        .metrics
+        .stats
+        .request(&source.name, outcome.code(), response.status());
     // The id as stored and stamped: a hostile id can't make a huge log line.
     let event_id = verified.map(|v| key_safe_id(&v.event_id));
     let trace_id = span.trace_id();

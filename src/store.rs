@@ -683,6 +683,34 @@ impl Store {
         }
     }
 
+    /// Adds chart counts (DESIGN §7b) to what the store keeps, dropping
+    /// what is older than [`crate::stats::KEEP`].
+    pub async fn stats_add(&self, prefix: &str, rows: &[crate::stats::Row]) -> Result<(), Error> {
+        match self {
+            Store::Memory(m) => {
+                m.stats.add(rows);
+                Ok(())
+            }
+            Store::Sqlite(s) => s.stats_add(rows).await,
+            Store::Redis(r) => r.stats_add(prefix, rows).await,
+        }
+    }
+
+    /// The chart counts of `width` from the bucket starting at `since`
+    /// (unix seconds) on, every replica's added.
+    pub async fn stats_read(
+        &self,
+        prefix: &str,
+        width: u32,
+        since: i64,
+    ) -> Result<Vec<crate::stats::Row>, Error> {
+        match self {
+            Store::Memory(m) => Ok(m.stats.read(width, since)),
+            Store::Sqlite(s) => s.stats_read(width, since).await,
+            Store::Redis(r) => r.stats_read(prefix, width, since).await,
+        }
+    }
+
     /// Every dead-letter job (DESIGN §6b) as stored: `(id, JSON)`.
     pub async fn jobs(&self, prefix: &str) -> Result<Vec<(String, String)>, Error> {
         match self {

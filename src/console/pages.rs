@@ -119,6 +119,8 @@ pub struct Overview {
     pub store: Result<(), String>,
     pub store_engine: &'static str,
     pub sources: Vec<SourceOverview>,
+    /// Outcomes and latency over time, per source (inline SVG).
+    pub charts: Markup,
 }
 
 pub struct SourceOverview {
@@ -224,6 +226,7 @@ pub fn overview(frame: &Frame<'_>, view: &Overview) -> Markup {
                 }
             }
         }
+        (view.charts)
     };
     layout(frame, html! {}, content)
 }

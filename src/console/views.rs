@@ -54,7 +54,12 @@ fn store_trouble(
 }
 
 /// `GET /console`.
-pub async fn overview(state: &Arc<State>, console: &Console, session: &Session) -> Response<Body> {
+pub async fn overview(
+    state: &Arc<State>,
+    console: &Console,
+    session: &Session,
+    query: &[(String, String)],
+) -> Response<Body> {
     let runtime = state.runtime();
     let config = &runtime.config;
     let prefix = &config.store.key_prefix;
@@ -148,11 +153,13 @@ pub async fn overview(state: &Arc<State>, console: &Console, session: &Session) 
             },
         });
     }
+    let charts = super::charts::section(state, super::charts::Range::of(query)).await;
     let view = pages::Overview {
         window_minutes: covered.as_secs().div_ceil(60).clamp(1, 60),
         store: store_health,
         store_engine: state.store.engine(),
         sources,
+        charts,
     };
     html(
         StatusCode::OK,

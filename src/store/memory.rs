@@ -38,6 +38,7 @@ use tokio::time::Instant;
 
 use super::{Claim, Error, VERSION_TTL};
 
+pub mod stats;
 pub mod trail;
 
 /// The first 16 bytes of a SHA-256 digest: a fixed-size stand-in for a key or token.
@@ -96,6 +97,8 @@ pub struct MemoryStore {
     purge_started: Once,
     /// The event trail (DESIGN §7a), kept in the process like everything else here.
     pub trail: trail::Trail,
+    /// The console's chart counts (DESIGN §7b).
+    pub stats: stats::Kept,
 }
 
 struct Shared {
@@ -197,6 +200,7 @@ impl MemoryStore {
             wake: Arc::new(Notify::new()),
             purge_started: Once::new(),
             trail: trail::Trail::default(),
+            stats: stats::Kept::default(),
         }
     }
 

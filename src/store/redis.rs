@@ -54,6 +54,7 @@ mod payloads;
 pub mod queue;
 mod scrub;
 pub mod sentinel;
+mod stats;
 pub mod trail;
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};

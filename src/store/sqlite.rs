@@ -29,6 +29,7 @@ mod held;
 pub mod ops;
 mod payloads;
 pub mod schema;
+mod stats;
 pub mod syncer;
 pub mod trail;
 pub mod writer;

@@ -380,7 +380,7 @@ async fn dead_letters_come_fifty_to_a_page() {
 }
 
 /// The session cookie and the CSRF token of a fresh sign-in, by plain HTTP.
-async fn session(admin: &str) -> (String, String) {
+pub(crate) async fn session(admin: &str) -> (String, String) {
     let form = format!("token={ADMIN_TOKEN}");
     let signed = http(
         http::Method::POST,

@@ -23,6 +23,8 @@
 //!   dead letters and their replay, CSRF and origin checks, hostile values.
 //! - `console_matching`: the console's dead letters by MATCH: preview,
 //!   confirmation, replay and delete jobs, in chromium.
+//! - `charts`: the overview's charts against the metrics for a known mix, in
+//!   chromium; two replicas' counts summed on Redis.
 //! - `cli`: `check`, `sign`, `run` with `$HOOKGATE_CONFIG`.
 //! - `resign`: `[source.resign]` in front of an app that checks Stripe signatures itself.
 //! - `reload`: SIGHUP, refused configs, rotated secret files.
@@ -77,6 +79,7 @@ mod admin;
 mod allow_ips;
 mod attacks;
 mod breaker;
+mod charts;
 mod cli;
 mod cluster;
 mod concurrency;

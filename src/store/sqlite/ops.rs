@@ -122,6 +122,12 @@ pub enum Op {
         old: Option<String>,
         new: Option<String>,
     },
+    /// Chart counts added (DESIGN §7b), and those older than `oldest`
+    /// (unix seconds) removed.
+    Stats {
+        rows: Vec<crate::stats::Row>,
+        oldest: i64,
+    },
     /// A write that changes nothing, to show the file takes writes.
     Ping,
 }
@@ -137,6 +143,7 @@ impl Op {
                 | Op::Take { .. }
                 | Op::Trail(_)
                 | Op::BreakerSwap { .. }
+                | Op::Stats { .. }
                 | Op::Ping
         )
     }
@@ -492,6 +499,10 @@ pub(super) fn apply(tx: &Transaction<'_>, op: &Op, now: i64) -> rusqlite::Result
                     .map(|n| usize::from(n == 0))?,
             };
             Ok(Reply::Moved(n == 1))
+        }
+        Op::Stats { rows, oldest } => {
+            super::stats::add(tx, rows, *oldest)?;
+            Ok(Reply::Done)
         }
         // Written by `run_batch` with the op it rides on.
         Op::Trail(_) => Ok(Reply::Done),

@@ -61,6 +61,14 @@ CREATE TABLE jobs (
     id   TEXT PRIMARY KEY NOT NULL,
     body TEXT NOT NULL
 );
+CREATE TABLE stats (
+    width  INTEGER NOT NULL,
+    bucket INTEGER NOT NULL,
+    source TEXT NOT NULL,
+    series TEXT NOT NULL,
+    count  INTEGER NOT NULL,
+    PRIMARY KEY (width, bucket, source, series)
+) WITHOUT ROWID;
 ",
 ];
 
