@@ -13,6 +13,7 @@
 //! | `{prefix}:queue:{<source>}:settled` | the id of the entry removed last |
 //! | `{prefix}:dlq` | the dead-letter stream |
 //! | `{prefix}:dlq:jobs` | the dead-letter jobs (DESIGN §6b): id → JSON |
+//! | `{prefix}:stats:60:{hour}`, `{prefix}:stats:900:{day}` | the console charts' counts (DESIGN §7b), `{bucket}\|{source}\|{series}` → count, kept 25 h |
 
 use std::borrow::Cow;
 use std::time::Duration;
