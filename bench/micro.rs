@@ -474,3 +474,23 @@ mod rejections {
         after(b, 1_000_000);
     }
 }
+
+/// Counting one answered request and one completion for the console's
+/// charts (DESIGN §7b): the work every request adds to its path (a lock and
+/// two additions); the store sees one write per 10 s whatever the traffic.
+mod chart_counts {
+    use divan::Bencher;
+    use hookgate::stats::Tally;
+
+    #[divan::bench]
+    fn request_and_completion(b: Bencher) {
+        let tally = Tally::default();
+        for s in ["stripe", "github", "shopify", "slack"] {
+            tally.request(s, "forwarded", http::StatusCode::OK);
+        }
+        b.bench_local(|| {
+            tally.request("shopify", "forwarded", http::StatusCode::OK);
+            tally.latency("shopify", 0.2);
+        });
+    }
+}

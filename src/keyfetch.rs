@@ -259,8 +259,6 @@ pub struct Fetcher {
     slots: Mutex<HashMap<String, Arc<Slot>>>,
     system_roots: OnceLock<Arc<rustls::RootCertStore>>,
     timeout: Duration,
-    /// Fetches made (not answered from the cache), for tests and logs.
-    fetches: std::sync::atomic::AtomicU64,
     /// `hookgate_key_fetch_failures_total`, once the metrics exist.
     failures: OnceLock<prometheus_client::metrics::counter::Counter>,
 }
@@ -277,7 +275,6 @@ impl Fetcher {
             slots: Mutex::new(HashMap::new()),
             system_roots: OnceLock::new(),
             timeout,
-            fetches: std::sync::atomic::AtomicU64::new(0),
             failures: OnceLock::new(),
         }
     }
@@ -306,11 +303,6 @@ impl Fetcher {
         cooldown: Duration,
     ) -> Result<Arc<Keys>, FetchError> {
         self.keys_inner(url, kind, policy, Some(cooldown)).await
-    }
-
-    /// How many fetches went out so far.
-    pub fn fetch_count(&self) -> u64 {
-        self.fetches.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The key at `url`: from the cache while it is valid, else fetched
@@ -378,8 +370,6 @@ impl Fetcher {
         {
             return Err(FetchError::RecentlyFailed(why.clone()));
         }
-        self.fetches
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         state.tried_at = Some(now);
         let fetched = match self.get(url, policy).await {
             Ok((headers, body)) => parse(kind, &headers, &body),

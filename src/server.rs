@@ -96,19 +96,6 @@ pub struct Limits {
     pub lifetimes: Lifetimes,
 }
 
-impl Limits {
-    /// Limits with gauges of their own, not exposed anywhere (tests, the admin port).
-    pub fn unexposed(max_connections: usize, header_read_timeout: Duration) -> Limits {
-        Limits {
-            max_connections,
-            header_read_timeout,
-            open: Gauge::default(),
-            rejected: Counter::default(),
-            lifetimes: Lifetimes::default(),
-        }
-    }
-}
-
 /// Held by a connection's task for as long as the connection is open.
 struct Slot {
     _permit: OwnedSemaphorePermit,

@@ -214,6 +214,19 @@ async fn the_charts_show_what_the_metrics_count() {
             screenshot(client, "charts").await;
         }
     }
+    // The four forged requests on the Rejections page, with their count.
+    client
+        .goto(&format!("{admin}/console/rejections?source=q"))
+        .await
+        .expect("rejections page");
+    let entries = wait_text(client, "table.rejections", "invalid_signature").await;
+    assert_eq!(entries.matches("invalid_signature").count(), 4, "{entries}");
+    assert!(
+        entries.contains("127.0.0.1") && entries.contains("/hooks/q"),
+        "{entries}"
+    );
+    let counts = wait_text(client, "table.by-outcome", "invalid_signature").await;
+    assert!(counts.contains("invalid_signature 4"), "{counts}");
     browser.close().await;
 }
 

@@ -525,3 +525,99 @@ async fn a_job_killed_with_its_replica_is_finished_by_another_on_redis() {
     );
     drop(survivor);
 }
+
+/// A replay job waits while its source is paused (its record says so and
+/// nothing is sent), goes at `max_rate` once resumed, and a cancel stops it
+/// before its next entry: what was done stays done, the rest stay dead
+/// letters, and nothing more reaches the app.
+#[tokio::test]
+async fn a_job_waits_for_a_pause_and_stops_when_cancelled_on_sqlite() {
+    let backend = Backend::sqlite();
+    let app = App::start().await;
+    let toml = config(
+        &app,
+        &backend,
+        &source(
+            "q",
+            "delivery = \"queue\"\nretry_schedule = [\"50ms\"]\nmax_rate = \"2/s\"\n",
+        ),
+    );
+    let gate = Gate::start(&toml).await;
+    app.answer_with(500);
+    for i in 0..6 {
+        let answer = send_typed(gate.public, "q", &format!("p_{i}"), "invoice.paid").await;
+        assert_eq!(answer.status, 200);
+    }
+    eventually("six dead letters", || {
+        (backend.dead_letters() == 6).then_some(())
+    })
+    .await;
+    let sent_before = app.seen().len();
+    app.answer_with(200);
+    let (status, paused) = admin(gate.admin, "POST", "/sources/q/pause", Value::Null).await;
+    assert_eq!(status, 200, "{paused}");
+
+    let (status, answer) = admin(gate.admin, "POST", "/dlq/replay", json!({"source": "q"})).await;
+    assert_eq!(status, 200, "{answer}");
+    let job = answer["job"].as_str().expect("a job").to_owned();
+    let find = |list: &Value| {
+        list["jobs"]
+            .as_array()
+            .and_then(|jobs| jobs.iter().find(|j| j["id"] == job.as_str()))
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    // Held: the record says what it waits for, and nothing is sent.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, list) = admin(gate.admin, "GET", "/dlq/jobs", Value::Null).await;
+        let found = find(&list);
+        if found["waiting"] == "paused" {
+            assert_eq!(found["done"], 0, "{found}");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never waiting: {list}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(app.seen().len(), sent_before, "nothing sent while paused");
+    // A second job on the same source is refused while this one runs.
+    let (status, busy) = admin(gate.admin, "POST", "/dlq/delete", json!({"source": "q"})).await;
+    assert_eq!(
+        (status, busy["error"].clone()),
+        (409, json!("job_running")),
+        "{busy}"
+    );
+    assert_eq!(busy["job"], job.as_str());
+
+    // Resumed, it goes at 2/s; cancelled after two, it stops.
+    let (status, _) = admin(gate.admin, "POST", "/sources/q/resume", Value::Null).await;
+    assert_eq!(status, 200);
+    eventually("two replays", || {
+        (app.seen().len() >= sent_before + 2).then_some(())
+    })
+    .await;
+    let (status, cancelled) = admin(
+        gate.admin,
+        "POST",
+        &format!("/dlq/jobs/{job}/cancel"),
+        Value::Null,
+    )
+    .await;
+    assert_eq!(status, 200, "{cancelled}");
+    let ended = eventually_job(&gate, &job).await;
+    assert_eq!(ended["state"], "cancelled", "{ended}");
+    assert_eq!(ended["cancel"], "admin", "{ended}");
+    let done = ended["succeeded"].as_u64().expect("succeeded");
+    assert!((2..6).contains(&done), "{ended}");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        app.seen().len() as u64,
+        sent_before as u64 + done,
+        "nothing after the cancel"
+    );
+    assert_eq!(backend.dead_letters() as u64, 6 - done);
+    gate.stop().await;
+}
