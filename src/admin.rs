@@ -456,27 +456,11 @@ async fn by_match(
         }
         (Some(id), false, Kind::Replay) => replayer.replay_id(&id).await.map(|r| vec![(id, r)]),
         (Some(id), false, Kind::Delete) => {
-            let prefix = &config.store.key_prefix;
-            return match dlq::get(&state.store, prefix, &config.store.encryption, &id).await {
-                Ok(dead) => match dlq::discard(
-                    &state.store,
-                    config,
-                    &dead,
-                    trail::State::Discarded,
-                    "admin",
-                )
-                .await
-                {
-                    Ok(true) => {
-                        tracing::info!(source = %dead.envelope.source, event_id = %dead.envelope.event_id, dlq_id = %id, by = "admin", "dead letter deleted");
-                        json(
-                            StatusCode::OK,
-                            &serde_json::json!({"result": "deleted", "id": id}),
-                        )
-                    }
-                    Ok(false) => not_found(&id),
-                    Err(e) => store_error(&e.into()),
-                },
+            return match dlq::delete(&state.store, config, &id, "admin").await {
+                Ok(_) => json(
+                    StatusCode::OK,
+                    &serde_json::json!({"result": "deleted", "id": id}),
+                ),
                 Err(dlq::Error::NotFound(id)) => not_found(&id),
                 Err(e) => store_error(&e),
             };

@@ -499,10 +499,34 @@ impl Replayer<'_> {
     }
 }
 
+/// Deletes dead letter `id` without sending it (DESIGN §6), for `by`:
+/// its trail state becomes `discarded`. The entry as it was; `NotFound`
+/// when there is none (or another removal took it first).
+pub async fn delete(
+    store: &Store,
+    config: &crate::config::Config,
+    id: &str,
+    by: &str,
+) -> Result<Dead, Error> {
+    let dead = get(
+        store,
+        &config.store.key_prefix,
+        &config.store.encryption,
+        id,
+    )
+    .await?;
+    if discard(store, config, &dead, State::Discarded, by).await? {
+        Ok(dead)
+    } else {
+        Err(Error::NotFound(id.to_owned()))
+    }
+}
+
 /// Removes a dead letter without sending it (DESIGN §6): its trail state
 /// becomes `state` (`discarded` or `expired`) with `by` (who or what
 /// removed it). Whether it was there to remove: only the removal that
-/// took it writes the fact.
+/// took it writes the fact, and a deletion's log line (an expiry's is its
+/// sweep's, with the age).
 pub async fn discard(
     store: &Store,
     config: &crate::config::Config,
@@ -513,6 +537,9 @@ pub async fn discard(
     let prefix = &config.store.key_prefix;
     if !store.dead_remove(prefix, &dead.id).await? {
         return Ok(false);
+    }
+    if state == State::Discarded {
+        tracing::info!(source = %dead.envelope.source, event_id = %dead.envelope.event_id, dlq_id = %dead.id, by, "dead letter deleted");
     }
     let max = config.admin.trail_max_events;
     if max > 0

@@ -243,38 +243,11 @@ fn to_match(config: &crate::config::Config, m: &MatchArgs, verb: &str) -> Option
 
 async fn delete_one(replayer: &Replayer<'_>, id: &str, by: &str) -> ExitCode {
     let steps = replayer.steps;
-    let config = steps.config;
-    match dlq::get(
-        steps.store,
-        &config.store.key_prefix,
-        &config.store.encryption,
-        id,
-    )
-    .await
-    {
-        Ok(dead) => match dlq::discard(
-            steps.store,
-            config,
-            &dead,
-            crate::trail::State::Discarded,
-            by,
-        )
-        .await
-        {
-            Ok(true) => {
-                tracing::info!(source = %dead.envelope.source, event_id = %dead.envelope.event_id, dlq_id = %id, by, "dead letter deleted");
-                println!("{id}: deleted");
-                ExitCode::SUCCESS
-            }
-            Ok(false) => {
-                eprintln!("hookgate dlq delete: no dead letter with id {id}");
-                ExitCode::FAILURE
-            }
-            Err(e) => {
-                eprintln!("hookgate dlq delete: {e}");
-                ExitCode::FAILURE
-            }
-        },
+    match dlq::delete(steps.store, steps.config, id, by).await {
+        Ok(_) => {
+            println!("{id}: deleted");
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("hookgate dlq delete: {e}");
             ExitCode::FAILURE

@@ -398,9 +398,6 @@ pub async fn ask(
             Kind::Delete => {
                 let gone =
                     super::discard(steps.store, steps.config, one, State::Discarded, by).await?;
-                if gone {
-                    tracing::info!(source = %one.envelope.source, event_id = %one.envelope.event_id, dlq_id = %one.id, by, "dead letter deleted");
-                }
                 serde_json::json!({"result": if gone { "deleted" } else { "gone" }})
             }
         };
@@ -749,7 +746,6 @@ impl<'a> Runner<'a> {
             let by = format!("{job_by} (job {job_id})");
             return Ok(
                 if super::discard(steps.store, config, &dead, State::Discarded, &by).await? {
-                    tracing::info!(job = %job_id, source = %dead.envelope.source, event_id = %dead.envelope.event_id, dlq_id = %id, "dead letter deleted");
                     Handled::Succeeded
                 } else {
                     Handled::Gone

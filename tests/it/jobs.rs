@@ -77,42 +77,33 @@ fn delivered(app: &App, id: &str) -> usize {
 /// with 503, one `invoice.paid` and one `charge.failed` failed with 500,
 /// one `charge.failed` with 503.
 async fn six_dead_letters(app: &App, gate: &Gate, backend: &Backend) {
-    app.answer_with(503);
-    for id in ["inv_1", "inv_2", "inv_3"] {
-        assert_eq!(
-            send_typed(gate.public, "q", id, "invoice.paid")
-                .await
-                .status,
-            200
-        );
+    for (status, events) in [
+        (
+            503,
+            &[
+                ("inv_1", "invoice.paid"),
+                ("inv_2", "invoice.paid"),
+                ("inv_3", "invoice.paid"),
+                ("ch_2", "charge.failed"),
+            ][..],
+        ),
+        (
+            500,
+            &[("inv_4", "invoice.paid"), ("ch_1", "charge.failed")][..],
+        ),
+    ] {
+        app.answer_with(status);
+        let before = backend.dead_letters();
+        for (id, event_type) in events {
+            let answer = send_typed(gate.public, "q", id, event_type).await;
+            assert_eq!(answer.status, 200, "{id}");
+        }
+        let want = before + events.len() as i64;
+        eventually("the dead letters", || {
+            (backend.dead_letters() == want).then_some(())
+        })
+        .await;
     }
-    assert_eq!(
-        send_typed(gate.public, "q", "ch_2", "charge.failed")
-            .await
-            .status,
-        200
-    );
-    eventually("four dead letters", || {
-        (backend.dead_letters() == 4).then_some(())
-    })
-    .await;
-    app.answer_with(500);
-    assert_eq!(
-        send_typed(gate.public, "q", "inv_4", "invoice.paid")
-            .await
-            .status,
-        200
-    );
-    assert_eq!(
-        send_typed(gate.public, "q", "ch_1", "charge.failed")
-            .await
-            .status,
-        200
-    );
-    eventually("six dead letters", || {
-        (backend.dead_letters() == 6).then_some(())
-    })
-    .await;
 }
 
 async fn trail_of(gate: &Gate, id: &str) -> Value {
