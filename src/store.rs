@@ -536,8 +536,14 @@ impl Store {
         let now = crate::time::now_ms();
         match self {
             Store::Memory(m) => m.trail.duplicate(source, event_id, now),
-            Store::Sqlite(s) => s.trail_duplicate(prefix, source, event_id, max, now),
-            Store::Redis(r) => r.trail_duplicate(prefix, source, event_id, max, now),
+            Store::Sqlite(s) => {
+                s.tally()
+                    .count((prefix, source, event_id), max, now, || s.note_writer());
+            }
+            Store::Redis(r) => {
+                r.tally()
+                    .count((prefix, source, event_id), max, now, || r.note_writer());
+            }
         }
     }
 

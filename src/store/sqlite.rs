@@ -535,39 +535,26 @@ impl SqliteStore {
         self.call(op).await.map(|_| ())
     }
 
-    /// Counts one duplicate in the tally (written once per flush), or
-    /// writes it on its own when the tally is full.
-    pub fn trail_duplicate(
-        &self,
-        prefix: &str,
-        source: &str,
-        event_id: &str,
-        max: usize,
-        now: i64,
-    ) {
-        let writer = || {
-            let store = Arc::downgrade(&self.inner);
-            move |note: Note| match store.upgrade() {
-                Some(inner) => {
-                    SqliteStore { inner }.trail_append(
-                        &note.source,
-                        &note.event_id,
-                        note.facts,
-                        note.max,
-                    );
-                    true
-                }
-                None => false,
+    /// What hands the tally's notes to the file (through the writer
+    /// thread, behind the event's own writes); `false` once the store is gone.
+    pub fn note_writer(&self) -> impl Fn(Note) -> bool + Send + 'static {
+        let store = Arc::downgrade(&self.inner);
+        move |note: Note| match store.upgrade() {
+            Some(inner) => {
+                SqliteStore { inner }.trail_append(
+                    &note.source,
+                    &note.event_id,
+                    note.facts,
+                    note.max,
+                );
+                true
             }
-        };
-        let key = (prefix, source, event_id);
-        if let Some(note) = self.inner.tally.count(key, max, now, writer) {
-            self.trail_append(&note.source, &note.event_id, note.facts, note.max);
+            None => false,
         }
     }
 
     /// The duplicates counted and not yet written.
-    pub fn tally(&self) -> &crate::trail::tally::Tally {
+    pub fn tally(&self) -> &Arc<crate::trail::tally::Tally> {
         &self.inner.tally
     }
 

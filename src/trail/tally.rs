@@ -106,27 +106,27 @@ impl Tally {
     /// what was counted to a writer every [`FLUSH`]: the first count starts
     /// it with the writer `writer()` makes, which it keeps until the writer
     /// answers `false` (its store is gone). When the tally is full, the
-    /// copy comes back as a note of its own for the caller to write.
+    /// copy is handed to a writer of its own at once, as a note of one.
     /// Outside a runtime nothing starts, and [`Tally::take`] is the only way
-    /// out.
+    /// out. Every durable engine counts its duplicates through this.
     pub fn count<W>(
         self: &Arc<Self>,
         (prefix, source, event_id): (&str, &str, &str),
         max: usize,
         now: i64,
         writer: impl FnOnce() -> W,
-    ) -> Option<Note>
-    where
+    ) where
         W: Fn(Note) -> bool + Send + 'static,
     {
         if !self.add(prefix, source, event_id, max, now) {
-            return Some(Note {
+            writer()(Note {
                 prefix: prefix.to_owned(),
                 source: source.to_owned(),
                 event_id: event_id.to_owned(),
                 facts: vec![one(1, now, now)],
                 max,
             });
+            return;
         }
         if self.started.get().is_none()
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
@@ -149,7 +149,6 @@ impl Tally {
                 }
             });
         }
-        None
     }
 }
 

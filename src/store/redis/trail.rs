@@ -263,31 +263,17 @@ fn received_at(note: &Note) -> Option<i64> {
 }
 
 impl RedisStore {
-    /// Counts one duplicate in the tally (written once per flush through
-    /// the writer task), or queues it on its own when the tally is full.
-    pub fn trail_duplicate(
-        &self,
-        prefix: &str,
-        source: &str,
-        event_id: &str,
-        max: usize,
-        now: i64,
-    ) {
-        let writer = || {
-            let store = self.clone();
-            move |note: Note| {
-                store.trail_note(note);
-                true
-            }
-        };
-        let key = (prefix, source, event_id);
-        if let Some(note) = self.tally.count(key, max, now, writer) {
-            self.trail_note(note);
+    /// What hands the tally's notes to the writer task.
+    pub fn note_writer(&self) -> impl Fn(Note) -> bool + Send + 'static {
+        let store = self.clone();
+        move |note: Note| {
+            store.trail_note(note);
+            true
         }
     }
 
     /// The duplicates counted and not yet written.
-    pub fn tally(&self) -> &crate::trail::tally::Tally {
+    pub fn tally(&self) -> &std::sync::Arc<crate::trail::tally::Tally> {
         &self.tally
     }
 
