@@ -1,7 +1,7 @@
 //! The life of a claimed event, written once.
 //!
 //! Every path that hands a verified event to the app (forward mode in
-//! [`crate::pipeline`], the queue workers in [`crate::queue`], and replays in
+//! `crate::pipeline`, the queue workers in [`crate::queue`], and replays in
 //! [`crate::dlq`]) goes through the same steps, in this order:
 //!
 //! 1. **claim** ([`Steps::claim`]): take the event's nonce with a lease
@@ -42,8 +42,7 @@ use crate::trail::{self, Fact};
 
 mod admit;
 mod stored;
-pub use admit::{Held, app_answered};
-pub use stored::Tried;
+pub use admit::Held;
 
 /// The longest `Retry-After` honoured; a larger one is cut to this.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3600);

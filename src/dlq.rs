@@ -54,8 +54,6 @@ use crate::trail::{Fact, Mode, State};
 /// Consecutive failures of one event id in forward mode that make a dead letter.
 pub const FORWARD_FAILURES: u64 = 3;
 
-pub use crate::store::keys::fail_key;
-
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
@@ -207,13 +205,9 @@ pub enum Progress<'a> {
     Waiting { source: &'a str, held: Held },
     /// The next entry may go: its attempt at the app starts now.
     Going,
-    /// Entry `done` of `total` (1-based) was replayed with `result`.
-    Replayed {
-        done: usize,
-        total: usize,
-        dead: &'a Dead,
-        result: &'a Replayed,
-    },
+    /// Entry `done` (1-based, of the total [`Progress::Listed`] gave) was
+    /// replayed with `result`.
+    Replayed { done: usize, result: &'a Replayed },
 }
 
 /// What a replay needs: the delivery steps of the process (the config in
@@ -289,8 +283,6 @@ impl Replayer<'_> {
             let result = self.replay_with(dead.clone(), &mut progress).await?;
             progress(Progress::Replayed {
                 done: out.len() + 1,
-                total,
-                dead: &dead,
                 result: &result,
             });
             out.push((dead, result));

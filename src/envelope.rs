@@ -203,7 +203,7 @@ pub struct Received<'a> {
 
 impl Envelope {
     /// Captures a verified request. Hop-by-hop headers are left out, and
-    /// spoofable ones ([`forward::strip_spoofable`]) were removed when it arrived.
+    /// spoofable ones (`forward::strip_spoofable`) were removed when it arrived.
     pub fn new(parts: &http::request::Parts, body: Bytes, r: Received<'_>) -> Envelope {
         let mut headers = parts.headers.clone();
         forward::strip_hop_by_hop(&mut headers);

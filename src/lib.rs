@@ -11,9 +11,9 @@
 //!   `[source.resign]`), `tracing` (`[tracing]`), with `raw` (the serde
 //!   structs) and `check` (the collector that records every problem with its
 //!   line and field) below them.
-//! - [`route`]: only canonical targets are routed; the longest source path
+//! - `route`: only canonical targets are routed; the longest source path
 //!   the path belongs to (case-insensitive, `.suffix` allowed) picks the `[[source]]`.
-//! - [`allow`]: a source's `allow_ips`, and the client address (after
+//! - `allow`: a source's `allow_ips`, and the client address (after
 //!   `trusted_proxies`) checked against them right after routing.
 //! - [`scheme`]: each sender's signature scheme; produces [`scheme::Verified`].
 //!   A provider that needs code is one type implementing [`scheme::Provider`]
@@ -21,9 +21,9 @@
 //!   `scheme.rs` (and its `mod`); [`scheme::Scheme`] asks that trait object
 //!   for everything. Providers that are only a configuration of the generic
 //!   engine are rows of `scheme/catalog.rs`.
-//! - [`filter`]: `[[source.filter]]` rules, read on a verified event's signed
+//! - `filter`: `[[source.filter]]` rules, read on a verified event's signed
 //!   body before it is claimed: the first rule that holds ignores or delivers it.
-//! - [`keyfetch`]: keys that come from the provider (SNS and PayPal
+//! - `keyfetch`: keys that come from the provider (SNS and PayPal
 //!   certificates, Google's JWKS), fetched over HTTPS and cached.
 //! - [`store`]: the nonce store (SQLite, memory, Redis, Sentinel or Cluster)
 //!   that turns retries into duplicates, and for the durable engines the
@@ -31,72 +31,72 @@
 //!   `store/sqlite/`: the writer thread with group commit, the ops it runs,
 //!   the WAL syncer, the schema, the trail);
 //!   `store::keys` holds the whole key layout.
-//! - [`ordering`]: the version gate: never older than what the app accepted.
-//! - [`delivery`]: the life of a claimed event, written once: admit (a
+//! - `ordering`: the version gate: never older than what the app accepted.
+//! - `delivery`: the life of a claimed event, written once: admit (a
 //!   paused source, the breaker, `max_rate`), claim, gate, attempt
 //!   (re-signed when the source asks), record, commit or release; forward
 //!   mode, the queue workers and replays all call it.
-//! - [`forward`]: the keep-alive HTTP/1.1 client to the app, header hygiene, timeouts.
+//! - `forward`: the keep-alive HTTP/1.1 client to the app, header hygiene, timeouts.
 //! - [`envelope`]: a verified request as kept for later (queue, dead letters),
 //!   its payload sealed with [`seal`]'s keyring when `[store.encryption]` is set.
-//! - [`queue`]: queue delivery: the workers over the store's queue.
-//! - [`dlq`]: dead letters: what the app could not take, and replay.
-//! - [`pipeline`]: the DESIGN §3 order, top to bottom, ending in one [`outcome::Outcome`].
-//! - [`outcome`]: one variant per status-table row; the only place statuses are chosen.
-//! - [`traces`]: OpenTelemetry spans for each request and delivery
+//! - `queue`: queue delivery: the workers over the store's queue.
+//! - `dlq`: dead letters: what the app could not take, and replay.
+//! - `pipeline`: the DESIGN §3 order, top to bottom, ending in one `outcome::Outcome`.
+//! - `outcome`: one variant per status-table row; the only place statuses are chosen.
+//! - `traces`: OpenTelemetry spans for each request and delivery
 //!   attempt, and their export over OTLP/HTTP (`traces/export.rs`).
 //! - [`trail`]: the event trail's words: facts per event, folded into the
-//!   record an operator reads; [`events`] reads it for `/events` and the CLI.
-//! - [`admin`]: `/healthz`, `/readyz`, `/metrics`, and `/dlq`, `/events`
+//!   record an operator reads; `events` reads it for `/events` and the CLI.
+//! - `admin`: `/healthz`, `/readyz`, `/metrics`, and `/dlq`, `/events`
 //!   behind a token.
-//! - [`console`]: the console's pages under `/console` on the admin listener:
+//! - `console`: the console's pages under `/console` on the admin listener:
 //!   one function per page from a small view struct (`console/pages.rs`),
 //!   sessions and CSRF (`console/session.rs`), "Replay all" runs, static
 //!   assets compiled in.
 //!
 //! Around them: [`cli`] (the command line: its arguments in `cli.rs`, one
 //! file a command under `cli/`), [`log`] (buffered log output),
-//! [`server`] (accept loop, connection lifetimes and drain),
-//! [`state`] (what requests share, swapped on reload), [`reload`], [`metrics`];
+//! `server` (accept loop, connection lifetimes and drain),
+//! [`state`] (what requests share, swapped on reload), [`reload`], `metrics`;
 //! below every module, the shared words: [`secret`] (values that never
 //! print) and [`time`] (the one RFC 3339 and HTTP-date parser, the clock).
 #![forbid(unsafe_code)]
 
-pub mod admin;
-pub mod allow;
-pub mod breaker;
+pub(crate) mod admin;
+pub(crate) mod allow;
+pub(crate) mod breaker;
 pub mod cli;
 pub mod config;
-pub mod console;
-pub mod delivery;
-pub mod dlq;
+pub(crate) mod console;
+pub(crate) mod delivery;
+pub(crate) mod dlq;
 pub mod envelope;
-pub mod events;
-pub mod filter;
-pub mod forward;
-pub mod keyfetch;
+pub(crate) mod events;
+pub(crate) mod filter;
+pub(crate) mod forward;
+pub(crate) mod keyfetch;
 pub mod log;
-pub mod metrics;
-pub mod ordering;
-pub mod outcome;
-pub mod pace;
-pub mod pause;
-pub mod pipeline;
-pub mod queue;
+pub(crate) mod metrics;
+pub(crate) mod ordering;
+pub(crate) mod outcome;
+pub(crate) mod pace;
+pub(crate) mod pause;
+pub(crate) mod pipeline;
+pub(crate) mod queue;
 pub mod rejections;
-pub mod rekey;
+pub(crate) mod rekey;
 pub mod reload;
-pub mod route;
+pub(crate) mod route;
 pub mod scheme;
 pub mod seal;
 pub mod secret;
-pub mod server;
+pub(crate) mod server;
 pub mod state;
 pub mod stats;
 pub mod store;
 pub mod time;
-pub mod tls;
-pub mod traces;
+pub(crate) mod tls;
+pub(crate) mod traces;
 pub mod trail;
 
 use std::sync::Arc;

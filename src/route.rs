@@ -202,8 +202,8 @@ impl Router {
 
     /// The index of the source that the canonical `path` belongs to, if any:
     /// the longest source path among the prefixes of `path` that end where
-    /// [`belongs_to`] allows (the end, before a `/`, or before a `.` and a
-    /// suffix), each looked up once, longest first.
+    /// rule 2 of the module docs allows (the end, before a `/`, or before a
+    /// `.` and a suffix), each looked up once, longest first.
     pub fn route(&self, path: &str) -> Option<usize> {
         if !self.by_path.is_empty() {
             let cut = self.cut(path);
@@ -237,7 +237,7 @@ impl Router {
 }
 
 /// The ends, longest first and at most `cut`, of the prefixes of `path` that
-/// [`belongs_to`] could match: the end of the path, before a `/`, or before
+/// rule 2 of the module docs could match: the end of the path, before a `/`, or before
 /// a `.` and a suffix. Each falls before an ASCII byte (or at the end), so on
 /// a char boundary.
 fn ends(path: &str, cut: usize) -> impl Iterator<Item = usize> + '_ {
@@ -249,26 +249,26 @@ fn ends(path: &str, cut: usize) -> impl Iterator<Item = usize> + '_ {
     })
 }
 
-/// Whether `path` belongs to the source at `prefix` (module docs, rule 2).
-pub fn belongs_to(prefix: &str, path: &str) -> bool {
-    if prefix == "/" {
-        return true;
-    }
-    let (p, q) = (prefix.as_bytes(), path.as_bytes());
-    if q.len() < p.len() || !q[..p.len()].eq_ignore_ascii_case(p) {
-        return false;
-    }
-    match q.get(p.len()) {
-        None | Some(b'/') => true,
-        // A format suffix on the last segment: `.` and at least one more byte.
-        Some(b'.') => q.len() > p.len() + 1 && q[p.len() + 1] != b'/',
-        Some(_) => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whether `path` belongs to the source at `prefix` (module docs, rule 2).
+    fn belongs_to(prefix: &str, path: &str) -> bool {
+        if prefix == "/" {
+            return true;
+        }
+        let (p, q) = (prefix.as_bytes(), path.as_bytes());
+        if q.len() < p.len() || !q[..p.len()].eq_ignore_ascii_case(p) {
+            return false;
+        }
+        match q.get(p.len()) {
+            None | Some(b'/') => true,
+            // A format suffix on the last segment: `.` and at least one more byte.
+            Some(b'.') => q.len() > p.len() + 1 && q[p.len() + 1] != b'/',
+            Some(_) => false,
+        }
+    }
 
     fn parts(version: http::Version, target: &str, hosts: &[&str]) -> http::request::Parts {
         let mut builder = http::Request::builder()

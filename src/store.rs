@@ -9,7 +9,7 @@
 //! Sentinel or Cluster) shared by replicas. The durable engines also hold
 //! the queue and the dead letters (DESIGN §6), a capability written once
 //! here with one backend per engine (Redis streams, SQLite tables), so
-//! [`crate::queue`] and [`crate::dlq`] never reach into an engine.
+//! `crate::queue` and `crate::dlq` never reach into an engine.
 
 use std::time::Duration;
 
@@ -46,7 +46,7 @@ pub struct Meta {
 pub use crate::trail::Note;
 
 /// Who paused a source's delivery, why, and since when (DESIGN §6a; kept
-/// by the durable engines, see [`crate::pause`]).
+/// by the durable engines, see `crate::pause`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Paused {
     /// `cli:<user>@<host>`, `admin-api` or `console`.
@@ -633,7 +633,7 @@ impl Store {
 
     /// Reserves `count` delivery starts for `source`, `interval_ms` apart
     /// (DESIGN §6a `max_rate`), shared by every replica: each start's delay
-    /// from now. `None` where the process paces alone ([`crate::pace::Local`]:
+    /// from now. `None` where the process paces alone (`crate::pace::Local`:
     /// SQLite and memory, one host).
     pub async fn pace(
         &self,
@@ -659,7 +659,7 @@ impl Store {
 
     /// Whether a source's breaker state is kept here, shared by every
     /// process on the store (sqlite and Redis); the memory store leaves it
-    /// to the process ([`crate::breaker::Breakers`]).
+    /// to the process (`crate::breaker::Breakers`).
     pub fn keeps_breakers(&self) -> bool {
         !matches!(self, Store::Memory(_))
     }

@@ -36,7 +36,7 @@ pub struct Server {
     pub upstream_keepalive: bool,
     pub underscores_in_headers: Underscores,
     /// Peers whose `X-Forwarded-For` is believed when a source's
-    /// `allow_ips` is checked ([`crate::allow::client_address`]); empty:
+    /// `allow_ips` is checked (`crate::allow::client_address`); empty:
     /// the TCP peer is the client.
     pub trusted_proxies: Ranges,
     pub tls: Option<Tls>,

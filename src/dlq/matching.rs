@@ -158,11 +158,6 @@ impl Match {
         }
     }
 
-    /// Whether this match could take an entry of `source`.
-    pub fn reaches(&self, source: &str) -> bool {
-        self.source.as_deref().is_none_or(|s| s == source)
-    }
-
     /// Whether two matches could take an entry of one source.
     pub fn overlaps(&self, other: &Match) -> bool {
         match (&self.source, &other.source) {

@@ -154,7 +154,7 @@ return 0
 /// Lua numbers are doubles, exact only to 2^53, and versions are often unix
 /// nanoseconds (about 2^61): the comparison works on the decimal strings (sign,
 /// then length, then digits). A stored value that is not an integer is replaced.
-/// GCRA with no burst for `max_rate` (see [`crate::pace`]). KEYS[1] holds
+/// GCRA with no burst for `max_rate` (see `crate::pace`). KEYS[1] holds
 /// the server time (ms) the next start may happen; ARGV = the interval
 /// (ms), the starts reserved. Returns each start's delay (ms) from now.
 static PACE: LazyLock<Script> = LazyLock::new(|| {

@@ -30,7 +30,7 @@
 //! again after their lease). A delivered entry's removal goes with `WAIT`
 //! too, and the worker repeats it, on whichever node is primary by then,
 //! until enough replicas acknowledge it or the lease runs out
-//! ([`crate::queue`]). A primary lost after the app's 2xx therefore leaves
+//! (`crate::queue`). A primary lost after the app's 2xx therefore leaves
 //! the promoted replica either without the entry or with it still leased to
 //! the worker that is about to remove it.
 
