@@ -15,6 +15,9 @@ use crate::delivery_kit::{ADMIN_TOKEN, App, Backend, SECRET, config, signed_head
 use crate::support::browser::Browser;
 use crate::support::{Hookgate, http};
 
+/// A User-Agent a hostile sender chose: shown as text on the Rejections page.
+const UA: &str = "<img src=x onerror=\"window.hacked=1\">";
+
 fn sources() -> String {
     format!(
         "{}[[source]]\nname = \"s\"\npath = \"/hooks/s\"\nscheme = \"stripe\"\nsecrets = [\"{SECRET}\"]\n",
@@ -108,6 +111,7 @@ async fn known_mix(app: &App, hookgate: &Hookgate) {
     }
     for i in 0..4 {
         let mut headers = signed_headers(&format!("bad_{i}"), b"{}");
+        headers.push(("user-agent".into(), UA.into()));
         for (n, v) in headers.iter_mut() {
             if n.eq_ignore_ascii_case("x-hub-signature-256") {
                 *v = format!("sha256={}", "0".repeat(64));
@@ -227,6 +231,19 @@ async fn the_charts_show_what_the_metrics_count() {
     );
     let counts = wait_text(client, "table.by-outcome", "invalid_signature").await;
     assert!(counts.contains("invalid_signature 4"), "{counts}");
+    assert!(entries.contains(UA), "{entries}");
+    let ran = client
+        .execute(
+            "return window.hacked === undefined && document.images.length === 0;",
+            vec![],
+        )
+        .await
+        .expect("script");
+    assert_eq!(
+        ran,
+        serde_json::Value::Bool(true),
+        "the hostile User-Agent became markup"
+    );
     browser.close().await;
 }
 
