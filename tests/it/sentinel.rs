@@ -465,12 +465,12 @@ async fn a_queued_event_the_app_took_is_not_delivered_again_after_the_primary_is
     deployment.node(old).stop();
     deployment.server(replica).thaw();
     // A new replica of the promoted primary, on a port of its own (the old
-    // one stays down), acknowledges writes from now on.
-    // Started once the sentinels agree on the promoted node, so that they
-    // never take the new one for a candidate.
+    // one stays down), acknowledges writes from now on. It is never a
+    // candidate (`replica-priority 0`), and is started once the sentinels
+    // agree on the promoted node.
     let (promoted, _fresh) = tokio::task::block_in_place(|| {
         let promoted = deployment.wait_failover_from(old);
-        let fresh = RedisServer::start_replica_of(deployment.server(promoted).port(), None);
+        let fresh = deployment.start_standby(promoted);
         (deployment.settle_with_replica(old, &fresh), fresh)
     });
     assert_eq!(promoted, replica);
@@ -578,12 +578,12 @@ async fn a_retry_leased_on_the_primary_alone_is_not_delivered_before_the_failove
     deployment.node(old).stop();
     deployment.server(replica).thaw();
     // A new replica of the promoted primary, on a port of its own (the old
-    // one stays down), acknowledges writes from now on.
-    // Started once the sentinels agree on the promoted node, so that they
-    // never take the new one for a candidate.
+    // one stays down), acknowledges writes from now on. It is never a
+    // candidate (`replica-priority 0`), and is started once the sentinels
+    // agree on the promoted node.
     let (promoted, _fresh) = tokio::task::block_in_place(|| {
         let promoted = deployment.wait_failover_from(old);
-        let fresh = RedisServer::start_replica_of(deployment.server(promoted).port(), None);
+        let fresh = deployment.start_standby(promoted);
         (deployment.settle_with_replica(old, &fresh), fresh)
     });
     upstream.wait_for(2).await;

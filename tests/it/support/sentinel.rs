@@ -231,11 +231,13 @@ impl Sentinels {
         }
     }
 
-    fn index_of(&self, port: u16) -> usize {
-        self.nodes
-            .iter()
-            .position(|n| n.port() == port)
-            .unwrap_or_else(|| panic!("no node on port {port}"))
+    /// Starts a replica of node `primary` that the sentinels never promote
+    /// (`replica-priority 0`): a server put in place of a lost one, which
+    /// must not become a candidate when the sentinels settle.
+    pub fn start_standby(&self, primary: usize) -> RedisServer {
+        let mut args = replica_args(self.nodes[primary].port(), self.password.as_deref());
+        args.extend(["--replica-priority".to_owned(), "0".to_owned()]);
+        RedisServer::start_with_args(self.password.as_deref(), &args)
     }
 
     /// Waits (bounded) until a quorum of sentinels names a primary other
@@ -250,15 +252,19 @@ impl Sentinels {
                 .filter_map(SentinelProcess::primary_port)
                 .filter(|p| *p != old_port)
                 .collect();
-            if named.len() >= 2 && named.iter().all(|p| *p == named[0]) {
-                let index = self.index_of(named[0]);
-                if self.nodes[index].role() == "master" {
-                    return index;
-                }
+            // A port none of the nodes has is a view not yet settled:
+            // asked again until SETTLE.
+            if named.len() >= 2
+                && named.iter().all(|p| *p == named[0])
+                && let Some(index) = self.nodes.iter().position(|n| n.port() == named[0])
+                && self.nodes[index].role() == "master"
+            {
+                return index;
             }
             if Instant::now() >= deadline {
                 panic!(
-                    "no failover from port {old_port} within {SETTLE:?}; sentinel log: {}",
+                    "no failover from port {old_port} to a node within {SETTLE:?} \
+                     (the sentinels name {named:?}); sentinel log: {}",
                     self.sentinels[0].log_tail()
                 );
             }
