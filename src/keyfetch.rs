@@ -1,6 +1,6 @@
 //! Keys that come from the provider: signing certificates (AWS SNS, PayPal)
-//! and JSON Web Key Sets (Google), fetched over HTTPS with rustls and
-//! cached by URL.
+//! and JSON Web Key Sets (Google), fetched over HTTPS (`crate::outbound`)
+//! and cached by URL.
 //!
 //! - A key is fetched once however many requests need it at the same time:
 //!   each URL has one slot, and the first request to find it empty fetches
@@ -29,12 +29,11 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{HeaderMap, Request, StatusCode, Uri, header};
-use http_body_util::{BodyExt, Empty, Limited};
-use hyper_util::rt::TokioIo;
+use http_body_util::Full;
 use ring::signature::{RsaParameters, RsaPublicKeyComponents};
-use rustls::pki_types::{CertificateDer, ServerName};
-use tokio::net::TcpStream;
-use tokio_rustls::TlsConnector;
+use rustls::pki_types::CertificateDer;
+
+use crate::outbound;
 
 /// From connect to the last byte of the answer.
 pub const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
@@ -257,7 +256,6 @@ impl SlotState {
 /// process (reloads keep it).
 pub struct Fetcher {
     slots: Mutex<HashMap<String, Arc<Slot>>>,
-    system_roots: OnceLock<Arc<rustls::RootCertStore>>,
     timeout: Duration,
     /// `hookgate_key_fetch_failures_total`, once the metrics exist.
     failures: OnceLock<prometheus_client::metrics::counter::Counter>,
@@ -273,7 +271,6 @@ impl Fetcher {
     pub fn new(timeout: Duration) -> Fetcher {
         Fetcher {
             slots: Mutex::new(HashMap::new()),
-            system_roots: OnceLock::new(),
             timeout,
             failures: OnceLock::new(),
         }
@@ -430,118 +427,28 @@ impl Fetcher {
         url: &KeyUrl,
         policy: &KeyPolicy,
     ) -> Result<(HeaderMap, Bytes), FetchError> {
-        match tokio::time::timeout(self.timeout, self.get_unbounded(url, policy)).await {
-            Ok(result) => result,
-            Err(_) => Err(FetchError::Timeout(self.timeout)),
-        }
-    }
-
-    async fn get_unbounded(
-        &self,
-        url: &KeyUrl,
-        policy: &KeyPolicy,
-    ) -> Result<(HeaderMap, Bytes), FetchError> {
-        let host = url.host().to_owned();
-        let port = url.uri.port_u16().unwrap_or(443);
-        let tcp = TcpStream::connect((host.as_str(), port))
-            .await
-            .map_err(|e| FetchError::Connect(e.to_string()))?;
-        let name = ServerName::try_from(host.clone())
-            .map_err(|e| FetchError::Tls(format!("host is not a TLS server name: {e}")))?;
-        let tls = TlsConnector::from(self.client_config(policy))
-            .connect(name, tcp)
-            .await
-            .map_err(|e| FetchError::Tls(e.to_string()))?;
-        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
-            .await
-            .map_err(|e| FetchError::Http(e.to_string()))?;
-        let authority = url
-            .uri
-            .authority()
-            .map(|a| a.as_str().to_owned())
-            .unwrap_or(host);
-        let target = url
-            .uri
-            .path_and_query()
-            .map(|p| p.as_str().to_owned())
-            .unwrap_or_else(|| "/".to_owned());
-        let request = Request::get(target)
-            .header(header::HOST, authority)
+        let request = Request::get(url.uri.clone())
             .header(
                 header::USER_AGENT,
                 concat!("hookgate/", env!("CARGO_PKG_VERSION")),
             )
             .header(header::ACCEPT, "*/*")
-            .body(Empty::<Bytes>::new())
+            .body(Full::new(Bytes::new()))
             .map_err(|e| FetchError::Http(e.to_string()))?;
-        let exchange = async move {
-            let response = sender
-                .send_request(request)
-                .await
-                .map_err(|e| FetchError::Http(e.to_string()))?;
-            if response.status() != StatusCode::OK {
-                return Err(FetchError::Status(response.status().as_u16()));
-            }
-            let declared = response
-                .headers()
-                .get(header::CONTENT_LENGTH)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.parse::<u64>().ok());
-            if declared.is_some_and(|len| len > MAX_KEY_BYTES as u64) {
-                return Err(FetchError::TooLarge);
-            }
-            let (parts, body) = response.into_parts();
-            let body = Limited::new(body, MAX_KEY_BYTES)
-                .collect()
-                .await
-                .map_err(|e| {
-                    if e.is::<http_body_util::LengthLimitError>() {
-                        FetchError::TooLarge
-                    } else {
-                        FetchError::Http(e.to_string())
-                    }
-                })?
-                .to_bytes();
-            Ok((parts.headers, body))
-        };
-        // The connection is driven here, not spawned: when the time limit
-        // drops this future, nothing is left behind.
-        let mut connection = std::pin::pin!(connection);
-        let mut exchange = std::pin::pin!(exchange);
-        let mut connection_done = false;
-        loop {
-            tokio::select! {
-                result = &mut exchange => return result,
-                _ = &mut connection, if !connection_done => connection_done = true,
-            }
+        let tls = outbound::tls_config(&policy.extra_roots);
+        let answer = outbound::exchange(request, Some(tls), MAX_KEY_BYTES, self.timeout)
+            .await
+            .map_err(|e| match e {
+                outbound::Error::Timeout(d) => FetchError::Timeout(d),
+                outbound::Error::Connect(e) => FetchError::Connect(e),
+                outbound::Error::Tls(e) => FetchError::Tls(e),
+                outbound::Error::Http(e) => FetchError::Http(e),
+                outbound::Error::TooLarge(_) => FetchError::TooLarge,
+            })?;
+        if answer.status != StatusCode::OK {
+            return Err(FetchError::Status(answer.status.as_u16()));
         }
-    }
-
-    fn client_config(&self, policy: &KeyPolicy) -> Arc<rustls::ClientConfig> {
-        let system = self.system_roots.get_or_init(|| {
-            let mut roots = rustls::RootCertStore::empty();
-            let native = rustls_native_certs::load_native_certs();
-            let (added, _) = roots.add_parsable_certificates(native.certs);
-            if added == 0 {
-                tracing::warn!("no system CA certificates found: provider keys cannot be fetched");
-            }
-            Arc::new(roots)
-        });
-        let mut roots = (**system).clone();
-        roots.add_parsable_certificates(policy.extra_roots.iter().cloned());
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let builder = match rustls::ClientConfig::builder_with_provider(provider)
-            .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
-        {
-            Ok(builder) => builder,
-            Err(_) => rustls::ClientConfig::builder_with_protocol_versions(&[
-                &rustls::version::TLS13,
-                &rustls::version::TLS12,
-            ]),
-        };
-        let mut config = builder.with_root_certificates(roots).with_no_client_auth();
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
-        Arc::new(config)
+        Ok((answer.headers, answer.body))
     }
 }
 

@@ -72,15 +72,7 @@ fn describe_pem_error(e: &rustls::pki_types::pem::Error) -> &'static str {
 
 /// A client TLS config for `https://` upstreams: the system's roots.
 pub fn client_config() -> rustls::ClientConfig {
-    let mut roots = rustls::RootCertStore::empty();
-    let native = rustls_native_certs::load_native_certs();
-    for e in &native.errors {
-        tracing::warn!(error = %e, "could not load some system CA certificates");
-    }
-    let (added, _ignored) = roots.add_parsable_certificates(native.certs);
-    if added == 0 {
-        tracing::warn!("no system CA certificates found: https upstreams will fail verification");
-    }
+    let roots = crate::outbound::system_roots().clone();
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     match rustls::ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])

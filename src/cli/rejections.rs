@@ -8,14 +8,15 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Empty};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
+use http_body_util::Full;
 
 use crate::console::urls::enc as percent_encode;
 
 /// How long the server may take to answer.
 const ASK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// The most of an answer read: a full list of every source's entries is a
+/// few MiB.
+const MAX_ANSWER: usize = 64 << 20;
 
 pub async fn rejections(
     path: &Path,
@@ -58,7 +59,7 @@ pub async fn rejections(
             http::header::AUTHORIZATION,
             format!("Bearer {}", String::from_utf8_lossy(token.expose())),
         )
-        .body(Empty::<Bytes>::new())
+        .body(Full::new(Bytes::new()))
     {
         Ok(request) => request,
         Err(e) => {
@@ -66,28 +67,20 @@ pub async fn rejections(
             return ExitCode::FAILURE;
         }
     };
-    let client = Client::builder(TokioExecutor::new()).build_http();
-    let answer = match tokio::time::timeout(ASK_TIMEOUT, client.request(request)).await {
-        Ok(Ok(answer)) => answer,
-        Ok(Err(e)) => {
+    let answer = match crate::outbound::exchange(request, None, MAX_ANSWER, ASK_TIMEOUT).await {
+        Ok(answer) => answer,
+        Err(crate::outbound::Error::Timeout(_)) => {
+            eprintln!("hookgate rejections: no answer from {addr} within {ASK_TIMEOUT:?}");
+            return ExitCode::FAILURE;
+        }
+        Err(e) => {
             eprintln!(
                 "hookgate rejections: the server's admin listener at {addr} did not answer: {e} (is hookgate running?)"
             );
             return ExitCode::FAILURE;
         }
-        Err(_) => {
-            eprintln!("hookgate rejections: no answer from {addr} within {ASK_TIMEOUT:?}");
-            return ExitCode::FAILURE;
-        }
     };
-    let status = answer.status();
-    let body = match answer.into_body().collect().await {
-        Ok(body) => body.to_bytes(),
-        Err(e) => {
-            eprintln!("hookgate rejections: reading the answer: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    let (status, body) = (answer.status, answer.body);
     if !status.is_success() {
         eprintln!(
             "hookgate rejections: {addr} answered {status}: {}",

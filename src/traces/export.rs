@@ -8,7 +8,7 @@
 //!   collector refuses (any answer but 2xx), or that is not answered within
 //!   [`EXPORT_TIMEOUT`], is dropped and counted; it is not retried, so a
 //!   collector that is down costs hookgate one request per batch.
-//! - Requests go out on a pooled HTTP/1.1 client (`https://` with the
+//! - Requests go out on `crate::outbound`'s pooled HTTP/1.1 client (`https://` with the
 //!   system's roots), with the headers of `OTEL_EXPORTER_OTLP_TRACES_HEADERS`
 //!   or else `OTEL_EXPORTER_OTLP_HEADERS` (`key=value,key=value`, values
 //!   percent-decoded), read once at start: where a collector's credentials go.
@@ -19,9 +19,6 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Request, Uri};
 use http_body_util::{BodyExt, Full, Limited};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use prometheus_client::metrics::counter::Counter;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -108,7 +105,7 @@ pub fn start(settings: &Tracing, dropped: Counter) -> Result<(Queue, Handle), Er
             service_version: env!("CARGO_PKG_VERSION"),
             scope: "hookgate",
         },
-        client: client(),
+        client: crate::outbound::pooled(),
         dropped: dropped.clone(),
         last_warning: None,
     };
@@ -123,19 +120,6 @@ pub fn start(settings: &Tracing, dropped: Counter) -> Result<(Queue, Handle), Er
     ))
 }
 
-type Collector = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
-
-fn client() -> Collector {
-    let connector = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(crate::tls::client_config())
-        .https_or_http()
-        .enable_http1()
-        .build();
-    Client::builder(TokioExecutor::new())
-        .pool_idle_timeout(Duration::from_secs(30))
-        .build(connector)
-}
-
 struct Exporter {
     /// The buffer the last request was written in, back once the client is
     /// done with it: a batch is some hundred KiB, too large to allocate anew
@@ -144,7 +128,7 @@ struct Exporter {
     url: Uri,
     headers: Vec<(HeaderName, HeaderValue)>,
     origin: Origin,
-    client: Collector,
+    client: crate::outbound::Pooled,
     dropped: Counter,
     last_warning: Option<tokio::time::Instant>,
 }
