@@ -374,13 +374,11 @@ where
             &serde_json::json!({"error": crate::store::Error::NotKept.to_string()}),
         );
     }
-    let prefix = &runtime.config.store.key_prefix;
     match (request.method().clone(), request.uri().path()) {
         (Method::GET, "/dlq") => {
             let source = query_param(request.uri().query(), "source");
             match dlq::list(
                 &state.store,
-                prefix,
                 &runtime.config.store.encryption,
                 source.as_deref(),
             )
@@ -416,13 +414,13 @@ where
             };
             by_match(state, &runtime.config, kind, asked).await
         }
-        (Method::GET, "/dlq/jobs") => match jobs::list(&state.store, prefix).await {
+        (Method::GET, "/dlq/jobs") => match jobs::list(&state.store).await {
             Ok(list) => json(StatusCode::OK, &serde_json::json!({ "jobs": list })),
             Err(e) => job_error(&e),
         },
         (Method::POST, path) if path.starts_with("/dlq/jobs/") && path.ends_with("/cancel") => {
             let id = &path["/dlq/jobs/".len()..path.len() - "/cancel".len()];
-            match jobs::cancel(&state.store, prefix, id, "admin").await {
+            match jobs::cancel(&state.store, id, "admin").await {
                 Ok(job) => json(StatusCode::OK, &job),
                 Err(e) => job_error(&e),
             }

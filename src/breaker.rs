@@ -12,8 +12,8 @@
 //!
 //! The state ([`Shared`]) is one value per source, kept by the store where
 //! every process on it shares it (the sqlite file's `breakers` table, or
-//! `{prefix}:breaker:{source}` on Redis; changed by compare-and-set), and
-//! in the process with the memory store. A process reads it at most
+//! `{prefix}:breaker:{source}` on Redis, a map in the process on the
+//! memory store; changed by compare-and-set). A process reads it at most
 //! [`READ_EVERY`] old while it is closed with no failure counted, so the
 //! happy path costs no store call; every other change goes to the store.
 
@@ -169,20 +169,12 @@ impl Breakers {
     async fn update<R>(
         &self,
         store: &Store,
-        prefix: &str,
         source: &str,
         mut change: impl FnMut(&mut Shared) -> R,
     ) -> Option<(Shared, R)> {
         let now = now_ms();
-        if !store.keeps_breakers() {
-            let mut held = self.held.lock().ok()?;
-            let entry = held.entry(source.to_owned()).or_default();
-            let r = change(&mut entry.0);
-            entry.1 = now;
-            return Some((entry.0, r));
-        }
         for _ in 0..TRIES {
-            let raw = match store.breaker_get(prefix, source).await {
+            let raw = match store.breaker_get(source).await {
                 Ok(raw) => raw,
                 Err(e) => {
                     tracing::warn!(source, error = %e, "breaker: cannot read its shared state");
@@ -195,10 +187,7 @@ impl Breakers {
                 .unwrap_or_default();
             let r = change(&mut shared);
             let new = serde_json::to_string(&shared).ok()?;
-            match store
-                .breaker_swap(prefix, source, raw.as_deref(), &new)
-                .await
-            {
+            match store.breaker_swap(source, raw.as_deref(), &new).await {
                 Ok(true) => {
                     self.keep(source, shared, now);
                     return Some((shared, r));
@@ -224,19 +213,18 @@ impl Breakers {
         &self,
         store: &Store,
         metrics: &Metrics,
-        prefix: &str,
         source: &str,
         probe_for: Duration,
     ) -> Admit {
         let now = now_ms();
         if let Some((shared, read)) = self.cached(source)
             && shared == Shared::default()
-            && (!store.keeps_breakers() || now - read < millis(READ_EVERY))
+            && now - read < millis(READ_EVERY)
         {
             return Admit::Closed;
         }
         match self
-            .update(store, prefix, source, |s| s.admit(now, probe_for))
+            .update(store, source, |s| s.admit(now, probe_for))
             .await
         {
             Some((shared, admit)) => {
@@ -255,7 +243,6 @@ impl Breakers {
         &self,
         store: &Store,
         metrics: &Metrics,
-        prefix: &str,
         source: &str,
         settings: &Settings,
         ok: bool,
@@ -264,12 +251,12 @@ impl Breakers {
         if ok
             && let Some((shared, read)) = self.cached(source)
             && shared == Shared::default()
-            && (!store.keeps_breakers() || now - read < millis(READ_EVERY))
+            && now - read < millis(READ_EVERY)
         {
             return;
         }
         let Some((shared, change)) = self
-            .update(store, prefix, source, |s| s.record(ok, settings, now))
+            .update(store, source, |s| s.record(ok, settings, now))
             .await
         else {
             return;

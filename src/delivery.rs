@@ -183,8 +183,9 @@ pub fn trail_attempt(
 }
 
 impl<'a> Steps<'a> {
+    /// The `key_prefix` the store's keys carry.
     pub(crate) fn prefix(&self) -> &'a str {
-        &self.config.store.key_prefix
+        self.store.prefix()
     }
 
     /// How long a lease taken for one attempt lives.
@@ -330,20 +331,14 @@ impl<'a> Steps<'a> {
     /// `None` when the trail is off or there is nothing to note.
     pub fn note_of(&self, event: &Event<'_>, facts: Vec<Fact>) -> Option<store::Note> {
         let max = self.config.admin.trail_max_events;
-        (max > 0 && !facts.is_empty()).then(|| store::Note {
-            prefix: self.prefix().to_owned(),
-            source: event.source.to_owned(),
-            event_id: event.event_id.to_owned(),
-            facts,
-            max,
-        })
+        (max > 0 && !facts.is_empty())
+            .then(|| self.store.note(event.source, event.event_id, facts, max))
     }
 
     /// Appends facts to `event`'s trail on their own, without waiting (for
     /// facts that ride on no write of the event).
     pub fn note(&self, event: &Event<'_>, facts: Vec<Fact>) {
         self.store.trail_note(
-            self.prefix(),
             event.source,
             event.event_id,
             facts,
@@ -355,7 +350,6 @@ impl<'a> Steps<'a> {
     /// write ([`Store::trail_duplicate`]).
     pub fn duplicate(&self, event: &Event<'_>) {
         self.store.trail_duplicate(
-            self.prefix(),
             event.source,
             event.event_id,
             self.config.admin.trail_max_events,
@@ -367,7 +361,6 @@ impl<'a> Steps<'a> {
         if let Err(e) = self
             .store
             .trail_write(
-                self.prefix(),
                 event.source,
                 event.event_id,
                 facts,

@@ -117,12 +117,12 @@ impl Dead {
 /// Every dead letter, oldest first, of one source or all.
 pub async fn list(
     store: &Store,
-    prefix: &str,
     keys: &Keyring,
     source: Option<&str>,
 ) -> Result<Vec<Dead>, store::Error> {
     Ok(store
-        .dead_list(prefix, source)
+        .durable()?
+        .dead_list(source)
         .await?
         .iter()
         .filter_map(|s| decode(s, keys))
@@ -131,9 +131,10 @@ pub async fn list(
 }
 
 /// One dead letter by id.
-pub async fn get(store: &Store, prefix: &str, keys: &Keyring, id: &str) -> Result<Dead, Error> {
+pub async fn get(store: &Store, keys: &Keyring, id: &str) -> Result<Dead, Error> {
     store
-        .dead_get(prefix, id)
+        .durable()?
+        .dead_get(id)
         .await?
         .as_ref()
         .and_then(|s| decode(s, keys))
@@ -244,13 +245,7 @@ impl<'a> Replayer<'a> {
 impl Replayer<'_> {
     /// Replays one entry by id.
     pub async fn replay_id(&self, id: &str) -> Result<Replayed, Error> {
-        let dead = get(
-            self.steps.store,
-            &self.steps.config.store.key_prefix,
-            &self.steps.config.store.encryption,
-            id,
-        )
-        .await?;
+        let dead = get(self.steps.store, &self.steps.config.store.encryption, id).await?;
         self.replay(dead).await
     }
 
@@ -271,7 +266,6 @@ impl Replayer<'_> {
     ) -> Result<Vec<(Dead, Replayed)>, Error> {
         let entries = list(
             self.steps.store,
-            &self.steps.config.store.key_prefix,
             &self.steps.config.store.encryption,
             source,
         )
@@ -361,7 +355,6 @@ impl Replayer<'_> {
         dead: Dead,
         progress: &mut impl FnMut(Progress<'_>),
     ) -> Result<Replayed, Error> {
-        let prefix = &self.steps.config.store.key_prefix;
         let steps = self.steps;
         let mut envelope = dead.envelope;
         if let Some(why) = envelope.unopenable() {
@@ -456,8 +449,8 @@ impl Replayer<'_> {
         let new_id = self
             .steps
             .store
+            .durable()?
             .dead_replace(
-                prefix,
                 &dead.id,
                 envelope.meta(),
                 envelope.encode(&self.steps.config.store.encryption, Place::DeadLetter),
@@ -468,7 +461,6 @@ impl Replayer<'_> {
             .steps
             .store
             .trail_write(
-                prefix,
                 &envelope.source,
                 &envelope.event_id,
                 vec![fact(State::DeadLetter, Some(kept_as))],
@@ -483,10 +475,7 @@ impl Replayer<'_> {
     }
 
     async fn remove(&self, id: &str) -> Result<(), Error> {
-        self.steps
-            .store
-            .dead_remove(&self.steps.config.store.key_prefix, id)
-            .await?;
+        self.steps.store.durable()?.dead_remove(id).await?;
         Ok(())
     }
 }
@@ -500,13 +489,7 @@ pub async fn delete(
     id: &str,
     by: &str,
 ) -> Result<Dead, Error> {
-    let dead = get(
-        store,
-        &config.store.key_prefix,
-        &config.store.encryption,
-        id,
-    )
-    .await?;
+    let dead = get(store, &config.store.encryption, id).await?;
     if discard(store, config, &dead, State::Discarded, by).await? {
         Ok(dead)
     } else {
@@ -526,8 +509,7 @@ pub async fn discard(
     state: State,
     by: &str,
 ) -> Result<bool, store::Error> {
-    let prefix = &config.store.key_prefix;
-    if !store.dead_remove(prefix, &dead.id).await? {
+    if !store.durable()?.dead_remove(&dead.id).await? {
         return Ok(false);
     }
     if state == State::Discarded {
@@ -537,7 +519,6 @@ pub async fn discard(
     if max > 0
         && let Err(e) = store
             .trail_write(
-                prefix,
                 &dead.envelope.source,
                 &dead.envelope.event_id,
                 vec![Fact::Removed {

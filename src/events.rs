@@ -15,16 +15,13 @@ const SCAN_BATCH: usize = 200;
 /// The newest events matching `filter`, after its cursor.
 pub async fn list(store: &Store, config: &Config, filter: &Filter) -> Result<Page, store::Error> {
     let limit = filter.limit();
-    let prefix = &config.store.key_prefix;
     let max = config.admin.trail_max_events;
     let mut events = Vec::new();
     let mut cursor = filter.before.clone();
     // A filter may skip most events: read on, at most the whole trail.
     let mut read = 0usize;
     loop {
-        let batch = store
-            .trail_scan(prefix, cursor.as_ref(), SCAN_BATCH)
-            .await?;
+        let batch = store.trail_scan(cursor.as_ref(), SCAN_BATCH).await?;
         let n = batch.len();
         read += n;
         for stored in batch {
@@ -74,8 +71,8 @@ pub async fn show(
     source: &str,
     event_id: &str,
 ) -> Result<Option<Shown>, store::Error> {
-    let prefix = &config.store.key_prefix;
-    let Some(summary) = store.trail_get(prefix, source, event_id).await? else {
+    let prefix = store.prefix();
+    let Some(summary) = store.trail_get(source, event_id).await? else {
         return Ok(None);
     };
     let record = summary.record(source, event_id);
@@ -87,7 +84,7 @@ pub async fn show(
     };
     let now = crate::time::now_ms();
     let dead_letters = if store.keeps_queue() {
-        dlq::list(store, prefix, &config.store.encryption, Some(source))
+        dlq::list(store, &config.store.encryption, Some(source))
             .await?
             .iter()
             .filter(|d| d.envelope.event_id == event_id)

@@ -78,6 +78,7 @@ pub(crate) mod keyfetch;
 pub mod log;
 pub(crate) mod metrics;
 pub(crate) mod ordering;
+pub(crate) mod outbound;
 pub(crate) mod outcome;
 pub(crate) mod pace;
 pub(crate) mod pause;
@@ -313,8 +314,8 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
 /// [`store::redis::eviction`]); for the memory store, its fill every
 /// [`FILL_REFRESH`]; nothing for SQLite.
 async fn watch_store(state: Arc<State>, shutdown: CancellationToken) {
-    match &state.store {
-        store::Store::Redis(redis) => {
+    match state.store.engine() {
+        store::Engine::Redis(redis) => {
             let report = |seen: &store::redis::eviction::Eviction| {
                 state
                     .metrics
@@ -322,7 +323,7 @@ async fn watch_store(state: Arc<State>, shutdown: CancellationToken) {
             };
             store::redis::eviction::watch(redis.clone(), DEPTH_REFRESH, shutdown, report).await;
         }
-        store::Store::Memory(memory) => loop {
+        store::Engine::Memory(memory) => loop {
             state.metrics.store_fill(memory.len(), memory.capacity());
             tokio::select! {
                 _ = shutdown.cancelled() => return,
@@ -331,7 +332,7 @@ async fn watch_store(state: Arc<State>, shutdown: CancellationToken) {
         },
         // The file neither evicts nor has an entry cap (a full disk is a
         // store error, counted as one).
-        store::Store::Sqlite(_) => {}
+        store::Engine::Sqlite(_) => {}
     }
 }
 
@@ -384,8 +385,10 @@ pub fn open_store_scrubbing(
             )?
         }
     };
-    store.with_replication(store::Replication {
-        replicas: config.min_replicas,
-        timeout: config.replica_timeout,
-    })
+    store
+        .with_prefix(&config.key_prefix)
+        .with_replication(store::Replication {
+            replicas: config.min_replicas,
+            timeout: config.replica_timeout,
+        })
 }

@@ -228,7 +228,7 @@ fn started(
         .map(|t| shown_url(&t.traces_url))
         .unwrap_or_else(|| "off".to_owned());
     tracing::info!(
-        store = state.store.engine(),
+        store = state.store.kind(),
         sources = config.sources.len(),
         queue_sources = queued,
         names = names.join(",").as_str(),

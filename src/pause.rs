@@ -66,9 +66,7 @@ pub async fn pause(
             .map(|r| r.chars().take(MAX_REASON).collect()),
         since_ms: crate::time::now_ms(),
     };
-    store
-        .pause(&config.store.key_prefix, source, &paused)
-        .await?;
+    store.pause(source, &paused).await?;
     tracing::info!(source, by = %paused.by, reason = paused.reason.as_deref(), "delivery paused");
     Ok(paused)
 }
@@ -81,7 +79,7 @@ pub async fn resume(
     by: &str,
 ) -> Result<bool, Refused> {
     check(config, source)?;
-    let was = store.resume(&config.store.key_prefix, source).await?;
+    let was = store.resume(source).await?;
     if was {
         tracing::info!(source, by, "delivery resumed");
     }
@@ -90,12 +88,8 @@ pub async fn resume(
 
 /// Every source with its delivery state.
 pub async fn list(store: &Store, config: &Config) -> Result<Vec<SourceState>, store::Error> {
-    let prefix = &config.store.key_prefix;
-    let paused = if store.keeps_queue() {
-        store.paused(prefix).await?
-    } else {
-        Vec::new()
-    };
+    let paused = store.paused().await?;
+    let kept = store.durable().ok();
     let mut out = Vec::new();
     for s in &config.sources {
         let queue = s.delivery == Delivery::Queue;
@@ -106,10 +100,9 @@ pub async fn list(store: &Store, config: &Config) -> Result<Vec<SourceState>, st
                 .iter()
                 .find(|(name, _)| *name == s.name)
                 .map(|(_, p)| p.clone()),
-            queue_depth: if queue && store.keeps_queue() {
-                Some(store.queue_depth(prefix, &s.name).await?)
-            } else {
-                None
+            queue_depth: match kept {
+                Some(kept) if queue => Some(kept.queue_depth(&s.name).await?),
+                _ => None,
             },
         });
     }

@@ -132,6 +132,9 @@ async fn worker(
     consumer: String,
     shutdown: CancellationToken,
 ) {
+    let Ok(queue) = state.store.durable() else {
+        return;
+    };
     let mut in_flight = JoinSet::new();
     let mut cursor = store::Cursor::default();
     let removing = Removing::default();
@@ -161,10 +164,9 @@ async fn worker(
         {
             source = current.clone();
         }
-        let prefix = runtime.config.store.key_prefix.clone();
         if tokio::time::Instant::now() >= read_at {
             read_at = tokio::time::Instant::now() + crate::pause::READ_EVERY;
-            match state.store.paused(&prefix).await {
+            match state.store.paused().await {
                 Ok(all) => {
                     let now = all.iter().find(|(name, _)| *name == source.name);
                     if let Some((_, p)) = now {
@@ -240,9 +242,8 @@ async fn worker(
             free = free.min(crate::pace::per_round(rate));
         }
         holds.release();
-        let round = state
-            .store
-            .take(&prefix, &source.name, &consumer, &mut cursor, lease, free)
+        let round = queue
+            .take(&source.name, &consumer, &mut cursor, lease, free)
             .await;
         let took = round.as_ref().map_or(0, Vec::len);
         let pause = match round {
@@ -255,15 +256,8 @@ async fn worker(
                 let delays = match source.max_rate {
                     None => Vec::new(),
                     Some(rate) => {
-                        let delays = starts(
-                            &state,
-                            &source.name,
-                            &prefix,
-                            rate,
-                            entries.len(),
-                            &mut pace,
-                        )
-                        .await;
+                        let delays =
+                            starts(&state, &source.name, rate, entries.len(), &mut pace).await;
                         if let Some(last) = delays.last() {
                             reserved_until = tokio::time::Instant::now() + *last;
                         }
@@ -280,7 +274,6 @@ async fn worker(
                     let job = Job {
                         state: Arc::clone(&state),
                         source: source.clone(),
-                        prefix: prefix.clone(),
                         entry,
                         holds: Arc::clone(&seen),
                         paced: delay,
@@ -336,13 +329,12 @@ async fn worker(
 async fn starts(
     state: &State,
     source: &str,
-    prefix: &str,
     rate: f64,
     count: usize,
     local: &mut crate::pace::Local,
 ) -> Vec<Duration> {
     let interval = crate::pace::interval_ms(rate);
-    match state.store.pace(prefix, source, count, interval).await {
+    match state.store.pace(source, count, interval).await {
         Ok(Some(delays)) => delays,
         Ok(None) => local.reserve(count, interval, now_ms() as f64),
         Err(e) => {
@@ -460,7 +452,6 @@ fn waited(holds: &[Hold], paced_ms: i64, due: i64, start: i64) -> Option<trail::
 struct Job {
     state: Arc<State>,
     source: Source,
-    prefix: String,
     entry: Stored,
     /// The worker's recent holds when the entry was taken.
     holds: Arc<[Hold]>,
@@ -619,35 +610,28 @@ impl Job {
     /// Appends facts to the envelope's event trail, without waiting.
     fn note(&self, envelope: &Envelope, facts: Vec<Fact>) {
         let max = self.state.runtime().config.admin.trail_max_events;
-        self.state.store.trail_note(
-            &self.prefix,
-            &envelope.source,
-            &envelope.event_id,
-            facts,
-            max,
-        );
+        self.state
+            .store
+            .trail_note(&envelope.source, &envelope.event_id, facts, max);
     }
 
     /// `facts` as a note for the envelope's trail to ride on a write of
     /// the entry; `None` when the trail is off.
     fn note_of(&self, envelope: &Envelope, facts: Vec<Fact>) -> Option<store::Note> {
         let max = self.state.runtime().config.admin.trail_max_events;
-        (max > 0).then(|| store::Note {
-            prefix: self.prefix.clone(),
-            source: envelope.source.clone(),
-            event_id: envelope.event_id.clone(),
-            facts,
-            max,
+        (max > 0).then(|| {
+            self.state
+                .store
+                .note(&envelope.source, &envelope.event_id, facts, max)
         })
     }
 
     /// Removes the entry from the queue; `note` rides on that write.
     async fn settle(&self, id: &str, note: Option<store::Note>) {
-        let r = self
-            .state
-            .store
-            .settle(&self.prefix, &self.source.name, id, note)
-            .await;
+        let r = match self.state.store.durable() {
+            Ok(queue) => queue.settle(&self.source.name, id, note).await,
+            Err(e) => Err(e),
+        };
         if let Err(e) = r {
             // Left leased: it is delivered again after the lease, at least once.
             self.state.metrics.store_errors.inc();
@@ -670,11 +654,10 @@ impl Job {
         let mut tries = 0u32;
         loop {
             tries += 1;
-            let r = self
-                .state
-                .store
-                .settle(&self.prefix, &self.source.name, id, note.take())
-                .await;
+            let r = match self.state.store.durable() {
+                Ok(queue) => queue.settle(&self.source.name, id, note.take()).await,
+                Err(e) => Err(e),
+            };
             let Err(e) = r else {
                 if tries > 1 {
                     tracing::info!(source = %self.source.name, entry = %id, tries, "delivered queue entry removed on a later try");
@@ -707,18 +690,11 @@ impl Job {
         delay: Duration,
         note: Option<store::Note>,
     ) {
-        let r = self
-            .state
-            .store
-            .park(
-                &self.prefix,
-                id,
-                envelope.meta(),
-                envelope.encode(&self.state.runtime().config.store.encryption, Place::Queue),
-                delay,
-                note,
-            )
-            .await;
+        let sealed = envelope.encode(&self.state.runtime().config.store.encryption, Place::Queue);
+        let r = match self.state.store.durable() {
+            Ok(queue) => queue.park(id, envelope.meta(), sealed, delay, note).await,
+            Err(e) => Err(e),
+        };
         if let Err(e) = r {
             self.state.metrics.store_errors.inc();
             tracing::warn!(source = %self.source.name, entry = %id, error = %e, "could not schedule a retry; the entry is taken again after its lease");
@@ -730,19 +706,14 @@ impl Job {
     /// letter is never lost, at worst written twice.
     async fn bury(&self, id: &str, envelope: &mut Envelope) -> Option<String> {
         envelope.dead_ms = Some(now_ms());
-        let r = self
-            .state
-            .store
-            .bury(
-                &self.prefix,
-                Some(id),
-                envelope.meta(),
-                envelope.encode(
-                    &self.state.runtime().config.store.encryption,
-                    Place::DeadLetter,
-                ),
-            )
-            .await;
+        let sealed = envelope.encode(
+            &self.state.runtime().config.store.encryption,
+            Place::DeadLetter,
+        );
+        let r = match self.state.store.durable() {
+            Ok(queue) => queue.bury(Some(id), envelope.meta(), sealed).await,
+            Err(e) => Err(e),
+        };
         match r {
             Ok(dead_id) => {
                 self.state.metrics.dead_letter(&self.source.name);
@@ -761,23 +732,22 @@ impl Job {
 /// Refreshes `hookgate_queue_depth{source}` (stream length plus waiting
 /// retries) and `hookgate_dlq_depth` every `every` until `shutdown`.
 pub async fn refresh_depths(state: Arc<State>, every: Duration, shutdown: CancellationToken) {
-    if !state.store.keeps_queue() {
+    let Ok(queue) = state.store.durable() else {
         return;
-    }
+    };
     loop {
         let runtime = state.runtime();
-        let prefix = &runtime.config.store.key_prefix;
         for source in runtime
             .config
             .sources
             .iter()
             .filter(|s| s.delivery == Delivery::Queue)
         {
-            if let Ok(depth) = state.store.queue_depth(prefix, &source.name).await {
+            if let Ok(depth) = queue.queue_depth(&source.name).await {
                 state.metrics.set_queue_depth(&source.name, depth);
             }
         }
-        if let Ok(depth) = state.store.dead_depth(prefix).await {
+        if let Ok(depth) = queue.dead_depth().await {
             state.metrics.dlq_depth.set(depth);
         }
         tokio::select! {

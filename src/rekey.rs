@@ -81,11 +81,11 @@ fn sources(config: &Config) -> Vec<String> {
 /// Counts every stored payload by the key that sealed it, reading only
 /// each one's metadata line.
 pub async fn census(store: &Store, config: &Config) -> Result<Census, Error> {
-    let prefix = &config.store.key_prefix;
+    let store = store.durable()?;
     let mut walk = Walk::new(store, &sources(config));
     let mut census = Census::default();
     while !walk.done() {
-        for p in store.payload_page(prefix, &mut walk, PAGE).await? {
+        for p in store.payload_page(&mut walk, PAGE).await? {
             census.add(&p.bytes);
         }
     }
@@ -148,21 +148,21 @@ pub async fn rekey(
     dry_run: bool,
     mut progress: impl FnMut(&Report),
 ) -> Result<Report, Error> {
-    let prefix = &config.store.key_prefix;
+    let store = store.durable()?;
     let mut report = Report::default();
     for _ in 0..PASSES {
         let before = report.rewritten;
         let mut pass_unopenable = 0;
         let mut walk = Walk::new(store, &sources(config));
         while !walk.done() {
-            for p in store.payload_page(prefix, &mut walk, PAGE).await? {
+            for p in store.payload_page(&mut walk, PAGE).await? {
                 report.checked += 1;
                 match next_form(config, &p) {
                     Next::Keep => {}
                     Next::Unopenable => pass_unopenable += 1,
                     Next::Rewrite(_) if dry_run => report.rewritten += 1,
                     Next::Rewrite(new) => {
-                        if store.payload_rewrite(prefix, &p, new).await? {
+                        if store.payload_rewrite(&p, new).await? {
                             report.rewritten += 1;
                         } else {
                             report.raced += 1;
@@ -178,7 +178,7 @@ pub async fn rekey(
         }
     }
     if !dry_run && report.rewritten > 0 {
-        let (done, left) = store.payload_compact(prefix, &sources(config)).await?;
+        let (done, left) = store.payload_compact(&sources(config)).await?;
         report.compacted = done;
         report.not_compacted = left;
     }

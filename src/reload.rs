@@ -29,6 +29,7 @@ pub fn reload(state: &State, path: &Path) -> bool {
             if old.store.kind != config.store.kind
                 || old.store.min_replicas != config.store.min_replicas
                 || old.store.replica_timeout != config.store.replica_timeout
+                || old.store.key_prefix != config.store.key_prefix
             {
                 tracing::warn!("store settings changed: they take effect on restart");
             }

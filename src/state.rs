@@ -11,7 +11,7 @@ use crate::forward::Forwarder;
 use crate::keyfetch::Fetcher;
 use crate::metrics::Metrics;
 use crate::route::Router;
-use crate::store::Store;
+use crate::store::{Engine, Store};
 use crate::tls::{self, SharedAcceptor};
 
 /// One loaded config and what is derived from it. A request takes a snapshot
@@ -81,15 +81,15 @@ impl State {
         };
         let metrics = Metrics::new();
         crate::seal::count_unopenable(metrics.store_unopenable.clone());
-        match &store {
-            Store::Redis(redis) => {
+        match store.engine() {
+            Engine::Redis(redis) => {
                 redis.count_replication_timeouts(metrics.replication_timeouts.clone());
                 redis.count_trail_drops(metrics.trail_writes_dropped.clone());
             }
-            Store::Sqlite(sqlite) => {
+            Engine::Sqlite(sqlite) => {
                 sqlite.observe(metrics.store_sync.clone(), metrics.store_batch.clone());
             }
-            Store::Memory(_) => {}
+            Engine::Memory(_) => {}
         }
         let traces = match &config.tracing {
             Some(settings) => Some(crate::traces::Traces::start(

@@ -281,12 +281,11 @@ pub async fn run(
             _ = every.tick() => false,
         };
         let rows = state.metrics.stats.take();
-        if !rows.is_empty() {
-            let prefix = state.runtime().config.store.key_prefix.clone();
-            if let Err(e) = state.store.stats_add(&prefix, &rows).await {
-                tracing::debug!(error = %e, "chart counts not added to the store; kept for the next flush");
-                state.metrics.stats.put_back(rows);
-            }
+        if !rows.is_empty()
+            && let Err(e) = state.store.stats_add(&rows).await
+        {
+            tracing::debug!(error = %e, "chart counts not added to the store; kept for the next flush");
+            state.metrics.stats.put_back(rows);
         }
         if last {
             return;

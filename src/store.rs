@@ -6,19 +6,27 @@
 //!
 //! Three engines: SQLite (one durable file for one host), memory (nothing
 //! kept across a restart; tests and trials), and Redis (single node,
-//! Sentinel or Cluster) shared by replicas. The durable engines also hold
-//! the queue and the dead letters (DESIGN §6), a capability written once
-//! here with one backend per engine (Redis streams, SQLite tables), so
-//! `crate::queue` and `crate::dlq` never reach into an engine.
+//! Sentinel or Cluster) shared by replicas.
+//!
+//! A [`Store`] is asked for what it can do, never downcast:
+//! - every engine keeps nonces, versions, the trail, chart counts, pauses
+//!   and breaker state (the memory engine in the process);
+//! - the durable engines also keep the queue, dead letters, jobs and
+//!   failure counts (DESIGN §6), behind the one handle [`Store::durable`]
+//!   gives, so `crate::queue` and `crate::dlq` never reach into an engine;
+//! - the store holds `[store] key_prefix`, and only the engines whose keys
+//!   carry it use it.
 
 use std::time::Duration;
 
+mod durable;
 pub mod keys;
 pub mod memory;
 pub mod payloads;
 pub mod redis;
 pub mod sqlite;
 
+pub use self::durable::Durable;
 pub use self::redis::queue::Cursor;
 use crate::trail::Fact;
 
@@ -122,40 +130,57 @@ pub struct Replication {
 /// arrives a month after a newer one was accepted.
 pub const VERSION_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
 
-/// Which store to use, chosen by `[store] kind`.
+/// One engine, chosen by `[store] kind`.
 #[derive(Debug)]
-pub enum Store {
+pub enum Engine {
     Memory(memory::MemoryStore),
     Redis(redis::RedisStore),
     Sqlite(sqlite::SqliteStore),
 }
 
+/// The store: an engine and the `key_prefix` its keys carry.
+#[derive(Debug)]
+pub struct Store {
+    engine: Engine,
+    prefix: String,
+}
+
 /// Runs the same call on whichever engine this is.
 macro_rules! each {
     ($store:expr, $s:ident => $call:expr) => {
-        match $store {
-            Store::Memory($s) => $call,
-            Store::Redis($s) => $call,
-            Store::Sqlite($s) => $call,
+        match &$store.engine {
+            Engine::Memory($s) => $call,
+            Engine::Redis($s) => $call,
+            Engine::Sqlite($s) => $call,
         }
     };
 }
 
 impl Store {
+    fn of(engine: Engine) -> Self {
+        Store {
+            engine,
+            prefix: keys::DEFAULT_PREFIX.to_owned(),
+        }
+    }
+
     /// The embedded store, bounded to `max_entries` live entries, of which
     /// one source's nonces hold at most `per_source`.
     pub fn memory(max_entries: usize, per_source: usize) -> Self {
-        Store::Memory(memory::MemoryStore::shared_by(max_entries, per_source))
+        Store::of(Engine::Memory(memory::MemoryStore::shared_by(
+            max_entries,
+            per_source,
+        )))
     }
 
     /// A single Redis node; see [`redis::RedisStore::connect`] (no I/O happens here).
     pub fn redis(url: &str) -> Result<Self, Error> {
-        redis::RedisStore::connect(url).map(Store::Redis)
+        redis::RedisStore::connect(url).map(|r| Store::of(Engine::Redis(r)))
     }
 
     /// A Redis Cluster; see [`redis::RedisStore::connect_cluster`].
     pub fn redis_cluster(urls: &[String]) -> Result<Self, Error> {
-        redis::RedisStore::connect_cluster(urls).map(Store::Redis)
+        redis::RedisStore::connect_cluster(urls).map(|r| Store::of(Engine::Redis(r)))
     }
 
     /// The primary Redis Sentinels name; see [`redis::RedisStore::connect_sentinel`].
@@ -165,33 +190,86 @@ impl Store {
         username: Option<&str>,
         password: Option<&str>,
     ) -> Result<Self, Error> {
-        redis::RedisStore::connect_sentinel(sentinels, master, username, password).map(Store::Redis)
+        redis::RedisStore::connect_sentinel(sentinels, master, username, password)
+            .map(|r| Store::of(Engine::Redis(r)))
     }
 
     /// The SQLite file at `path`; see [`sqlite::SqliteStore::open`] (opens
-    /// the file and brings its schema up to date).
+    /// the file and brings its schema up to date). `prefix` is the one the
+    /// nonce keys it parses carry.
     pub fn sqlite(
         path: &std::path::Path,
         sync: sqlite::Sync,
         prefix: &str,
         secure_delete: sqlite::SecureDelete,
     ) -> Result<Self, Error> {
-        sqlite::SqliteStore::open(path, sync, prefix, secure_delete).map(Store::Sqlite)
+        let engine = sqlite::SqliteStore::open(path, sync, prefix, secure_delete)?;
+        Ok(Store {
+            engine: Engine::Sqlite(engine),
+            prefix: prefix.to_owned(),
+        })
+    }
+
+    /// Keys carry `prefix` (`[store] key_prefix`; [`keys::DEFAULT_PREFIX`]
+    /// unless set). A SQLite store takes its prefix when it opens.
+    pub fn with_prefix(mut self, prefix: &str) -> Self {
+        if !matches!(self.engine, Engine::Sqlite(_)) {
+            self.prefix = prefix.to_owned();
+        }
+        self
+    }
+
+    /// The `key_prefix` every key of this store carries: fixed while the
+    /// store is open (a reload that changes it takes effect on restart).
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The engine, for wiring what only one engine has (its gauges).
+    pub fn engine(&self) -> &Engine {
+        &self.engine
     }
 
     /// Makes the writes that back a promise wait for `replication` (Redis
     /// `WAIT`). The memory store has no replicas: config validation refuses
     /// `min_replicas` there, and this refuses it too.
     pub fn with_replication(self, replication: Replication) -> Result<Self, Error> {
-        match self {
-            Store::Memory(_) if replication.replicas > 0 => Err(Error::Unavailable(
-                "the memory store has no replicas to wait for".into(),
-            )),
-            Store::Sqlite(_) if replication.replicas > 0 => Err(Error::Unavailable(
-                "the sqlite store has no replicas to wait for".into(),
-            )),
-            Store::Memory(_) | Store::Sqlite(_) => Ok(self),
-            Store::Redis(store) => store.with_replication(replication).map(Store::Redis),
+        let Store { engine, prefix } = self;
+        let engine = match engine {
+            Engine::Memory(_) if replication.replicas > 0 => {
+                return Err(Error::Unavailable(
+                    "the memory store has no replicas to wait for".into(),
+                ));
+            }
+            Engine::Sqlite(_) if replication.replicas > 0 => {
+                return Err(Error::Unavailable(
+                    "the sqlite store has no replicas to wait for".into(),
+                ));
+            }
+            Engine::Redis(store) => Engine::Redis(store.with_replication(replication)?),
+            engine => engine,
+        };
+        Ok(Store { engine, prefix })
+    }
+
+    /// The queue, dead letters, jobs and failure counts, which only the
+    /// durable engines keep; [`Error::NotKept`] on the memory store.
+    pub fn durable(&self) -> Result<Durable<'_>, Error> {
+        Durable::of(&self.engine, &self.prefix)
+    }
+
+    /// Whether this engine keeps a queue and dead letters (every engine but
+    /// memory).
+    pub fn keeps_queue(&self) -> bool {
+        self.durable().is_ok()
+    }
+
+    /// Which engine, as `[store] kind` names its family.
+    pub fn kind(&self) -> &'static str {
+        match self.engine {
+            Engine::Memory(_) => "memory",
+            Engine::Redis(_) => "redis",
+            Engine::Sqlite(_) => "sqlite",
         }
     }
 
@@ -211,8 +289,8 @@ impl Store {
     ///
     /// `note`, when given, rides on this write (see [`Note`]).
     pub async fn commit(&self, key: &str, ttl: Duration, note: Option<Note>) -> Result<(), Error> {
-        match self {
-            Store::Memory(m) => {
+        match &self.engine {
+            Engine::Memory(m) => {
                 // The facts first: a copy that finds the event done finds
                 // its trail too.
                 if let Some(note) = note {
@@ -221,8 +299,8 @@ impl Store {
                 }
                 m.commit(key, ttl).await
             }
-            Store::Sqlite(s) => s.commit(key, ttl, note).await,
-            Store::Redis(r) => match note {
+            Engine::Sqlite(s) => s.commit(key, ttl, note).await,
+            Engine::Redis(r) => match note {
                 Some(note) => r.commit_noting(key, ttl, note).await,
                 None => r.commit(key, ttl).await,
             },
@@ -235,9 +313,9 @@ impl Store {
     /// memory-store commit is a map insert and never waits; a SQLite
     /// commit is the write the answer relies on (`sync`).
     pub fn answers_before_commit(&self) -> bool {
-        match self {
-            Store::Memory(_) | Store::Sqlite(_) => false,
-            Store::Redis(store) => store.min_replicas() == 0,
+        match &self.engine {
+            Engine::Memory(_) | Engine::Sqlite(_) => false,
+            Engine::Redis(store) => store.min_replicas() == 0,
         }
     }
 
@@ -250,8 +328,8 @@ impl Store {
     /// Deletes `key` if it still holds `token`. `note`, when given, rides
     /// on this write (see [`Note`]).
     pub async fn release(&self, key: &str, token: &str, note: Option<Note>) -> Result<(), Error> {
-        match self {
-            Store::Memory(m) => {
+        match &self.engine {
+            Engine::Memory(m) => {
                 let done = m.release(key, token).await;
                 if let Some(note) = note {
                     m.trail
@@ -259,8 +337,8 @@ impl Store {
                 }
                 done
             }
-            Store::Sqlite(s) => s.release(key, token, note).await,
-            Store::Redis(r) => {
+            Engine::Sqlite(s) => s.release(key, token, note).await,
+            Engine::Redis(r) => {
                 let done = r.release(key, token).await;
                 if let Some(note) = note {
                     r.trail_note(note);
@@ -273,224 +351,9 @@ impl Store {
     /// Whether the servers may evict keys, and how many they did (DESIGN §7,
     /// [`redis::eviction`]); `None` for the engines that never evict.
     pub async fn eviction(&self) -> Result<Option<redis::eviction::Eviction>, Error> {
-        match self {
-            Store::Redis(store) => redis::eviction::read(store).await.map(Some),
-            Store::Memory(_) | Store::Sqlite(_) => Ok(None),
-        }
-    }
-
-    /// Whether this engine keeps a queue and dead letters (every engine but
-    /// memory).
-    pub fn keeps_queue(&self) -> bool {
-        !matches!(self, Store::Memory(_))
-    }
-
-    /// Which engine, as `[store] kind` names its family.
-    pub fn engine(&self) -> &'static str {
-        match self {
-            Store::Memory(_) => "memory",
-            Store::Redis(_) => "redis",
-            Store::Sqlite(_) => "sqlite",
-        }
-    }
-
-    // -----------------------------------------------------------------------
-    // The queue (DESIGN §6).
-
-    /// Appends an envelope to `source`'s queue; returns the entry id. The
-    /// event is durable once this returns (fsynced with `sync = "full"`,
-    /// on `min_replicas` replicas with Redis). With `commit`, the event's
-    /// nonce key is marked done for that long too: in the same transaction
-    /// on SQLite (one fsync), after the enqueue on Redis. A failed commit
-    /// does not fail the enqueue (only a sender retry after the lease could
-    /// queue the event twice); it is logged and counted by the caller.
-    pub async fn enqueue(
-        &self,
-        prefix: &str,
-        meta: Meta,
-        envelope: Vec<u8>,
-        commit: Option<(&str, Duration)>,
-        note: Option<Note>,
-    ) -> Result<(String, Result<(), Error>), Error> {
-        match self {
-            Store::Memory(_) => Err(Error::NotKept),
-            Store::Redis(r) => {
-                let id = r.enqueue(prefix, &meta.source, &envelope).await?;
-                // Noted before anything else can happen to the entry: a
-                // worker's facts about it queue up behind this one.
-                if let Some(note) = note {
-                    r.trail_note(note);
-                }
-                let committed = match commit {
-                    Some((key, ttl)) => r.commit(key, ttl).await,
-                    None => Ok(()),
-                };
-                Ok((id, committed))
-            }
-            Store::Sqlite(s) => s
-                .enqueue(meta, envelope, commit, note)
-                .await
-                .map(|id| (id, Ok(()))),
-        }
-    }
-
-    /// Up to `count` entries of `source` for `consumer` to deliver: due
-    /// retries, entries whose lease ran out (a stopped process's), new ones.
-    /// Each is leased to `consumer` for `lease`.
-    pub async fn take(
-        &self,
-        prefix: &str,
-        source: &str,
-        consumer: &str,
-        cursor: &mut Cursor,
-        lease: Duration,
-        count: usize,
-    ) -> Result<Vec<Stored>, Error> {
-        match self {
-            Store::Memory(_) => Err(Error::NotKept),
-            Store::Redis(r) => r.take(prefix, source, consumer, cursor, lease, count).await,
-            Store::Sqlite(s) => s.take(source, consumer, lease, count).await,
-        }
-    }
-
-    /// Removes a delivered (or settled) entry.
-    /// `note`, when given, rides on this write (see [`Note`]).
-    pub async fn settle(
-        &self,
-        prefix: &str,
-        source: &str,
-        id: &str,
-        note: Option<Note>,
-    ) -> Result<(), Error> {
-        match self {
-            Store::Memory(_) => Err(Error::NotKept),
-            Store::Redis(r) => {
-                let settled = r.settle(prefix, source, id).await;
-                if let Some(note) = note {
-                    r.trail_note(note);
-                }
-                settled
-            }
-            Store::Sqlite(s) => s.settle(id, note).await,
-        }
-    }
-
-    /// Puts an entry back, rewritten (its attempt count raised), due after
-    /// `delay`. `note`, when given, rides on this write (see [`Note`]).
-    pub async fn park(
-        &self,
-        prefix: &str,
-        id: &str,
-        meta: Meta,
-        envelope: Vec<u8>,
-        delay: Duration,
-        note: Option<Note>,
-    ) -> Result<(), Error> {
-        match self {
-            Store::Memory(_) => Err(Error::NotKept),
-            Store::Redis(r) => {
-                let parked = r.park(prefix, &meta.source, id, &envelope, delay).await;
-                if let Some(note) = note {
-                    r.trail_note(note);
-                }
-                parked
-            }
-            Store::Sqlite(s) => s.park(id, meta, envelope, delay, note).await,
-        }
-    }
-
-    /// Writes a dead letter and removes the queue entry `from_queue` it
-    /// comes from, if any: in one transaction on SQLite; on Redis the entry
-    /// is removed after the dead letter is written, so a failure between
-    /// the two leaves the entry pending (delivered again after its lease,
-    /// at worst written twice), never lost.
-    pub async fn bury(
-        &self,
-        prefix: &str,
-        from_queue: Option<&str>,
-        meta: Meta,
-        envelope: Vec<u8>,
-    ) -> Result<String, Error> {
-        match self {
-            Store::Memory(_) => Err(Error::NotKept),
-            Store::Redis(r) => {
-                let id = r.dead_letter(prefix, &envelope).await?;
-                if let Some(entry) = from_queue {
-                    r.settle(prefix, &meta.source, entry).await?;
-                }
-                Ok(id)
-            }
-            Store::Sqlite(s) => s.bury(from_queue, meta, envelope).await,
-        }
-    }
-
-    /// Entries of `source` ready or waiting for a retry.
-    pub async fn queue_depth(&self, prefix: &str, source: &str) -> Result<i64, Error> {
-        match self {
-            Store::Memory(_) => Err(Error::NotKept),
-            Store::Redis(r) => r.queue_depth(prefix, source).await,
-            Store::Sqlite(s) => s.queue_depth(source).await,
-        }
-    }
-
-    // -----------------------------------------------------------------------
-    // Dead letters (DESIGN §6).
-
-    pub async fn dead_depth(&self, prefix: &str) -> Result<i64, Error> {
-        match self {
-            Store::Memory(_) => Err(Error::NotKept),
-            Store::Redis(r) => r.dead_depth(prefix).await,
-            Store::Sqlite(s) => s.dead_depth().await,
-        }
-    }
-
-    /// Every dead letter, oldest first, of one source or all. On Redis the
-    /// engine returns all of them and `source` is applied by the caller
-    /// after decoding.
-    pub async fn dead_list(
-        &self,
-        prefix: &str,
-        source: Option<&str>,
-    ) -> Result<Vec<Stored>, Error> {
-        match self {
-            Store::Memory(_) => Err(Error::NotKept),
-            Store::Redis(r) => r.dead_list(prefix).await,
-            Store::Sqlite(s) => s.dead_list(source).await,
-        }
-    }
-
-    /// One dead letter by id; `None` when there is none.
-    pub async fn dead_get(&self, prefix: &str, id: &str) -> Result<Option<Stored>, Error> {
-        match self {
-            Store::Memory(_) => Err(Error::NotKept),
-            Store::Redis(r) => r.dead_get(prefix, id).await,
-            Store::Sqlite(s) => s.dead_get(id).await,
-        }
-    }
-
-    /// Removes a dead letter; whether it was there to remove.
-    pub async fn dead_remove(&self, prefix: &str, id: &str) -> Result<bool, Error> {
-        match self {
-            Store::Memory(_) => Err(Error::NotKept),
-            Store::Redis(r) => r.dead_remove(prefix, id).await,
-            Store::Sqlite(s) => s.dead_remove(id).await,
-        }
-    }
-
-    /// Rewrites a dead letter after a failed replay; returns the id it is
-    /// kept under now (a new one on Redis, whose stream entries cannot
-    /// change; the same on SQLite), or `None` when it was already gone.
-    pub async fn dead_replace(
-        &self,
-        prefix: &str,
-        id: &str,
-        meta: Meta,
-        envelope: Vec<u8>,
-    ) -> Result<Option<String>, Error> {
-        match self {
-            Store::Memory(_) => Err(Error::NotKept),
-            Store::Redis(r) => r.dead_replace(prefix, id, &envelope).await,
-            Store::Sqlite(s) => s.dead_replace(id, meta, envelope).await,
+        match &self.engine {
+            Engine::Redis(store) => redis::eviction::read(store).await.map(Some),
+            Engine::Memory(_) | Engine::Sqlite(_) => Ok(None),
         }
     }
 
@@ -498,72 +361,59 @@ impl Store {
     // The event trail (DESIGN §7a). `max` is `[admin] trail_max_events`;
     // 0 writes nothing.
 
+    /// A [`Note`] of `facts` about one event, for a write to carry.
+    pub fn note(&self, source: &str, event_id: &str, facts: Vec<Fact>, max: usize) -> Note {
+        Note {
+            prefix: self.prefix.clone(),
+            source: source.to_owned(),
+            event_id: event_id.to_owned(),
+            facts,
+            max,
+        }
+    }
+
     /// Appends `facts` to an event's trail without holding up the caller:
     /// in place on memory, queued behind the event's own writes on SQLite,
     /// through the process's ordered trail writer on Redis (pipelined). A
     /// failure is logged at debug level.
-    pub fn trail_note(
-        &self,
-        prefix: &str,
-        source: &str,
-        event_id: &str,
-        facts: Vec<Fact>,
-        max: usize,
-    ) {
+    pub fn trail_note(&self, source: &str, event_id: &str, facts: Vec<Fact>, max: usize) {
         if max == 0 || facts.is_empty() {
             return;
         }
-        match self {
-            Store::Memory(m) => m.trail.append(source, event_id, facts, max),
-            Store::Sqlite(s) => s.trail_append(source, event_id, facts, max),
-            Store::Redis(r) => r.trail_note(Note {
-                prefix: prefix.to_owned(),
-                source: source.to_owned(),
-                event_id: event_id.to_owned(),
-                facts,
-                max,
-            }),
+        match &self.engine {
+            Engine::Memory(m) => m.trail.append(source, event_id, facts, max),
+            Engine::Sqlite(s) => s.trail_append(source, event_id, facts, max),
+            Engine::Redis(r) => r.trail_note(self.note(source, event_id, facts, max)),
         }
     }
 
     /// Counts one `200 duplicate` answered for an event, without a write of
     /// its own: in place on memory, through the engine's tally on the
     /// durable engines (DESIGN §7a: a duplicate is a count).
-    pub fn trail_duplicate(&self, prefix: &str, source: &str, event_id: &str, max: usize) {
+    pub fn trail_duplicate(&self, source: &str, event_id: &str, max: usize) {
         if max == 0 {
             return;
         }
         let now = crate::time::now_ms();
-        match self {
-            Store::Memory(m) => m.trail.duplicate(source, event_id, now),
-            Store::Sqlite(s) => {
-                s.tally()
-                    .count((prefix, source, event_id), max, now, || s.note_writer());
-            }
-            Store::Redis(r) => {
-                r.tally()
-                    .count((prefix, source, event_id), max, now, || r.note_writer());
-            }
+        let at = (self.prefix.as_str(), source, event_id);
+        match &self.engine {
+            Engine::Memory(m) => m.trail.duplicate(source, event_id, now),
+            Engine::Sqlite(s) => s.tally().count(at, max, now, || s.note_writer()),
+            Engine::Redis(r) => r.tally().count(at, max, now, || r.note_writer()),
         }
     }
 
     /// Writes the duplicates counted since the last flush of the tally,
     /// waiting for the writes (at shutdown).
     pub async fn trail_flush(&self) {
-        let tally = match self {
-            Store::Memory(_) => return,
-            Store::Sqlite(s) => s.tally(),
-            Store::Redis(r) => r.tally(),
+        let tally = match &self.engine {
+            Engine::Memory(_) => return,
+            Engine::Sqlite(s) => s.tally(),
+            Engine::Redis(r) => r.tally(),
         };
         for note in tally.take() {
             if let Err(e) = self
-                .trail_write(
-                    &note.prefix,
-                    &note.source,
-                    &note.event_id,
-                    note.facts,
-                    note.max,
-                )
+                .trail_write(&note.source, &note.event_id, note.facts, note.max)
                 .await
             {
                 tracing::debug!(source = %note.source, event_id = %note.event_id, error = %e, "trail write failed");
@@ -575,7 +425,6 @@ impl Store {
     /// right after, such as `hookgate dlq replay`).
     pub async fn trail_write(
         &self,
-        prefix: &str,
         source: &str,
         event_id: &str,
         facts: Vec<Fact>,
@@ -584,50 +433,100 @@ impl Store {
         if max == 0 || facts.is_empty() {
             return Ok(());
         }
-        match self {
-            Store::Memory(m) => {
+        match &self.engine {
+            Engine::Memory(m) => {
                 m.trail.append(source, event_id, facts, max);
                 Ok(())
             }
-            Store::Sqlite(s) => s.trail_write(source, event_id, facts, max).await,
-            Store::Redis(r) => r.trail_append(prefix, source, event_id, &facts, max).await,
+            Engine::Sqlite(s) => s.trail_write(source, event_id, facts, max).await,
+            Engine::Redis(r) => {
+                r.trail_append(&self.prefix, source, event_id, &facts, max)
+                    .await
+            }
         }
     }
 
     /// An event as the trail holds it; `None` when it holds none.
     pub async fn trail_get(
         &self,
-        prefix: &str,
         source: &str,
         event_id: &str,
     ) -> Result<Option<crate::trail::Summary>, Error> {
-        match self {
-            Store::Memory(m) => Ok(m.trail.get(source, event_id)),
-            Store::Sqlite(s) => s.trail_get(source, event_id).await,
-            Store::Redis(r) => r.trail_get(prefix, source, event_id).await,
+        match &self.engine {
+            Engine::Memory(m) => Ok(m.trail.get(source, event_id)),
+            Engine::Sqlite(s) => s.trail_get(source, event_id).await,
+            Engine::Redis(r) => r.trail_get(&self.prefix, source, event_id).await,
         }
     }
 
     /// Up to `count` events received before `before`, newest first.
     pub async fn trail_scan(
         &self,
-        prefix: &str,
         before: Option<&crate::trail::Cursor>,
         count: usize,
     ) -> Result<Vec<crate::trail::Stored>, Error> {
-        match self {
-            Store::Memory(m) => Ok(m.trail.scan(before, count)),
-            Store::Sqlite(s) => s.trail_scan(before, count).await,
-            Store::Redis(r) => r.trail_scan(prefix, before, count).await,
+        match &self.engine {
+            Engine::Memory(m) => Ok(m.trail.scan(before, count)),
+            Engine::Sqlite(s) => s.trail_scan(before, count).await,
+            Engine::Redis(r) => r.trail_scan(&self.prefix, before, count).await,
         }
     }
 
+    // -----------------------------------------------------------------------
+    // Pause and the breaker (DESIGN §6a): kept by every engine, the memory
+    // engine in the process.
+
     /// Pauses delivery of `source`'s queue (replacing an earlier pause).
-    pub async fn pause(&self, prefix: &str, source: &str, paused: &Paused) -> Result<(), Error> {
-        match self {
-            Store::Memory(_) => Err(Error::NotKept),
-            Store::Sqlite(s) => s.pause(source, paused).await,
-            Store::Redis(r) => r.pause(prefix, source, paused).await,
+    pub async fn pause(&self, source: &str, paused: &Paused) -> Result<(), Error> {
+        match &self.engine {
+            Engine::Memory(m) => {
+                m.held.pause(source, paused);
+                Ok(())
+            }
+            Engine::Sqlite(s) => s.pause(source, paused).await,
+            Engine::Redis(r) => r.pause(&self.prefix, source, paused).await,
+        }
+    }
+
+    /// Resumes delivery of `source`'s queue; `false` when it was not paused.
+    pub async fn resume(&self, source: &str) -> Result<bool, Error> {
+        match &self.engine {
+            Engine::Memory(m) => Ok(m.held.resume(source)),
+            Engine::Sqlite(s) => s.resume(source).await,
+            Engine::Redis(r) => r.resume(&self.prefix, source).await,
+        }
+    }
+
+    /// Every paused source, by name.
+    pub async fn paused(&self) -> Result<Vec<(String, Paused)>, Error> {
+        match &self.engine {
+            Engine::Memory(m) => Ok(m.held.paused()),
+            Engine::Sqlite(s) => s.paused().await,
+            Engine::Redis(r) => r.paused(&self.prefix).await,
+        }
+    }
+
+    /// `source`'s breaker state as stored (JSON), if any.
+    pub async fn breaker_get(&self, source: &str) -> Result<Option<String>, Error> {
+        match &self.engine {
+            Engine::Memory(m) => Ok(m.held.breaker_get(source)),
+            Engine::Sqlite(s) => s.breaker_get(source).await,
+            Engine::Redis(r) => r.breaker_get(&self.prefix, source).await,
+        }
+    }
+
+    /// Stores `new` as `source`'s breaker state if it still holds `old`
+    /// (`None`: absent); whether it did.
+    pub async fn breaker_swap(
+        &self,
+        source: &str,
+        old: Option<&str>,
+        new: &str,
+    ) -> Result<bool, Error> {
+        match &self.engine {
+            Engine::Memory(m) => Ok(m.held.breaker_swap(source, old, new)),
+            Engine::Sqlite(s) => s.breaker_swap(source, old, new).await,
+            Engine::Redis(r) => r.breaker_swap(&self.prefix, source, old, new).await,
         }
     }
 
@@ -637,68 +536,32 @@ impl Store {
     /// SQLite and memory, one host).
     pub async fn pace(
         &self,
-        prefix: &str,
         source: &str,
         count: usize,
         interval_ms: f64,
     ) -> Result<Option<Vec<Duration>>, Error> {
-        match self {
-            Store::Memory(_) | Store::Sqlite(_) => Ok(None),
-            Store::Redis(r) => r.pace(prefix, source, count, interval_ms).await.map(Some),
+        match &self.engine {
+            Engine::Memory(_) | Engine::Sqlite(_) => Ok(None),
+            Engine::Redis(r) => r
+                .pace(&self.prefix, source, count, interval_ms)
+                .await
+                .map(Some),
         }
     }
 
-    /// Resumes delivery of `source`'s queue; `false` when it was not paused.
-    pub async fn resume(&self, prefix: &str, source: &str) -> Result<bool, Error> {
-        match self {
-            Store::Memory(_) => Err(Error::NotKept),
-            Store::Sqlite(s) => s.resume(source).await,
-            Store::Redis(r) => r.resume(prefix, source).await,
-        }
-    }
+    // -----------------------------------------------------------------------
+    // Chart counts (DESIGN §7b).
 
-    /// Whether a source's breaker state is kept here, shared by every
-    /// process on the store (sqlite and Redis); the memory store leaves it
-    /// to the process (`crate::breaker::Breakers`).
-    pub fn keeps_breakers(&self) -> bool {
-        !matches!(self, Store::Memory(_))
-    }
-
-    /// `source`'s breaker state as stored (JSON), if any.
-    pub async fn breaker_get(&self, prefix: &str, source: &str) -> Result<Option<String>, Error> {
-        match self {
-            Store::Memory(_) => Err(Error::NotKept),
-            Store::Sqlite(s) => s.breaker_get(source).await,
-            Store::Redis(r) => r.breaker_get(prefix, source).await,
-        }
-    }
-
-    /// Stores `new` as `source`'s breaker state if it still holds `old`
-    /// (`None`: absent); whether it did.
-    pub async fn breaker_swap(
-        &self,
-        prefix: &str,
-        source: &str,
-        old: Option<&str>,
-        new: &str,
-    ) -> Result<bool, Error> {
-        match self {
-            Store::Memory(_) => Err(Error::NotKept),
-            Store::Sqlite(s) => s.breaker_swap(source, old, new).await,
-            Store::Redis(r) => r.breaker_swap(prefix, source, old, new).await,
-        }
-    }
-
-    /// Adds chart counts (DESIGN §7b) to what the store keeps, dropping
-    /// what is older than [`crate::stats::KEEP`].
-    pub async fn stats_add(&self, prefix: &str, rows: &[crate::stats::Row]) -> Result<(), Error> {
-        match self {
-            Store::Memory(m) => {
+    /// Adds chart counts to what the store keeps, dropping what is older
+    /// than [`crate::stats::KEEP`].
+    pub async fn stats_add(&self, rows: &[crate::stats::Row]) -> Result<(), Error> {
+        match &self.engine {
+            Engine::Memory(m) => {
                 m.stats.add(rows);
                 Ok(())
             }
-            Store::Sqlite(s) => s.stats_add(rows).await,
-            Store::Redis(r) => r.stats_add(prefix, rows).await,
+            Engine::Sqlite(s) => s.stats_add(rows).await,
+            Engine::Redis(r) => r.stats_add(&self.prefix, rows).await,
         }
     }
 
@@ -706,58 +569,13 @@ impl Store {
     /// (unix seconds) on, every replica's added.
     pub async fn stats_read(
         &self,
-        prefix: &str,
         width: u32,
         since: i64,
     ) -> Result<Vec<crate::stats::Row>, Error> {
-        match self {
-            Store::Memory(m) => Ok(m.stats.read(width, since)),
-            Store::Sqlite(s) => s.stats_read(width, since).await,
-            Store::Redis(r) => r.stats_read(prefix, width, since).await,
-        }
-    }
-
-    /// Every dead-letter job (DESIGN §6b) as stored: `(id, JSON)`.
-    pub async fn jobs(&self, prefix: &str) -> Result<Vec<(String, String)>, Error> {
-        match self {
-            Store::Memory(_) => Err(Error::NotKept),
-            Store::Sqlite(s) => s.jobs().await,
-            Store::Redis(r) => r.jobs(prefix).await,
-        }
-    }
-
-    /// Stores `new` as job `id` (`None`: removes it) if it still holds
-    /// `old` (`None`: absent); whether it did.
-    pub async fn job_swap(
-        &self,
-        prefix: &str,
-        id: &str,
-        old: Option<&str>,
-        new: Option<&str>,
-    ) -> Result<bool, Error> {
-        match self {
-            Store::Memory(_) => Err(Error::NotKept),
-            Store::Sqlite(s) => s.job_swap(id, old, new).await,
-            Store::Redis(r) => r.job_swap(prefix, id, old, new).await,
-        }
-    }
-
-    /// Every paused source, by name.
-    pub async fn paused(&self, prefix: &str) -> Result<Vec<(String, Paused)>, Error> {
-        match self {
-            Store::Memory(_) => Ok(Vec::new()),
-            Store::Sqlite(s) => s.paused().await,
-            Store::Redis(r) => r.paused(prefix).await,
-        }
-    }
-
-    /// Counts a forward failure of the event whose failure key is `key`;
-    /// returns the count in a row (the count lives `ttl` after the last one).
-    pub async fn record_failure(&self, key: &str, ttl: Duration) -> Result<u64, Error> {
-        match self {
-            Store::Memory(_) => Err(Error::NotKept),
-            Store::Redis(r) => r.record_failure(key, ttl).await,
-            Store::Sqlite(s) => s.record_failure(key, ttl).await,
+        match &self.engine {
+            Engine::Memory(m) => Ok(m.stats.read(width, since)),
+            Engine::Sqlite(s) => s.stats_read(width, since).await,
+            Engine::Redis(r) => r.stats_read(&self.prefix, width, since).await,
         }
     }
 

@@ -18,7 +18,6 @@ pub async fn dlq(path: &Path, action: DlqAction) -> ExitCode {
         eprintln!("hookgate dlq: {}", crate::store::Error::NotKept);
         return ExitCode::FAILURE;
     }
-    let prefix = &config.store.key_prefix;
     let by = format!(
         "cli:{}@{}",
         crate::cli::effective_user(),
@@ -44,20 +43,18 @@ pub async fn dlq(path: &Path, action: DlqAction) -> ExitCode {
                 }
             }
         }
-        DlqAction::Show { id } => {
-            match dlq::get(&store, prefix, &config.store.encryption, &id).await {
-                Ok(dead) => {
-                    print_entry(&dead);
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("hookgate dlq show: {e}");
-                    ExitCode::FAILURE
-                }
+        DlqAction::Show { id } => match dlq::get(&store, &config.store.encryption, &id).await {
+            Ok(dead) => {
+                print_entry(&dead);
+                ExitCode::SUCCESS
             }
-        }
+            Err(e) => {
+                eprintln!("hookgate dlq show: {e}");
+                ExitCode::FAILURE
+            }
+        },
         DlqAction::Jobs { action } => match action {
-            None => match jobs::list(&store, prefix).await {
+            None => match jobs::list(&store).await {
                 Ok(list) if list.is_empty() => {
                     println!("no dead-letter jobs");
                     ExitCode::SUCCESS
@@ -71,8 +68,7 @@ pub async fn dlq(path: &Path, action: DlqAction) -> ExitCode {
                     ExitCode::FAILURE
                 }
             },
-            Some(JobsAction::Cancel { job }) => match jobs::cancel(&store, prefix, &job, &by).await
-            {
+            Some(JobsAction::Cancel { job }) => match jobs::cancel(&store, &job, &by).await {
                 Ok(job) if job.state == JobState::Running => {
                     println!(
                         "job {}: cancel asked; it stops before its next entry ({} of {} done)",
@@ -315,15 +311,7 @@ async fn by_match(
         rate,
         by: by.to_owned(),
     };
-    let job = match jobs::start(
-        steps.store,
-        &steps.config.store.key_prefix,
-        plan,
-        &matched,
-        Some(&runner.owner),
-    )
-    .await
-    {
+    let job = match jobs::start(steps.store, plan, &matched, Some(&runner.owner)).await {
         Ok(job) => job,
         Err(e) => {
             eprintln!("hookgate dlq {verb}: {e}");

@@ -137,7 +137,6 @@ impl fmt::Debug for StoreKind {
 // ---------------------------------------------------------------------------
 
 const DEFAULT_NONCE_TTL: Duration = Duration::from_secs(24 * 3600);
-const DEFAULT_KEY_PREFIX: &str = "hookgate";
 const DEFAULT_MEMORY_MAX_ENTRIES: usize = 1_000_000;
 const DEFAULT_REPLICA_TIMEOUT: Duration = Duration::from_millis(500);
 /// A sender waits for hookgate's answer; a longer `WAIT` would outlast it.
@@ -272,10 +271,10 @@ pub(super) fn build_store(c: &mut Check<'_>, raw: Option<&Spanned<RawStore>>) ->
     let ttl_value = r.and_then(|r| r.nonce_ttl.as_ref());
     let nonce_ttl = c.duration(ttl_value, "store.nonce_ttl", DEFAULT_NONCE_TTL);
     let key_prefix = match r.and_then(|r| r.key_prefix.as_ref()) {
-        None => Some(DEFAULT_KEY_PREFIX.to_owned()),
+        None => Some(crate::store::keys::DEFAULT_PREFIX.to_owned()),
         // Checked, and without effect: one SQLite file is one namespace.
         Some(v) if kind == Some(KindWord::Sqlite) => {
-            key_prefix(c, v).map(|_| DEFAULT_KEY_PREFIX.to_owned())
+            key_prefix(c, v).map(|_| crate::store::keys::DEFAULT_PREFIX.to_owned())
         }
         Some(v) => key_prefix(c, v),
     };

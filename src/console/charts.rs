@@ -86,9 +86,7 @@ pub async fn section(state: &State, range: Range) -> Markup {
     let first = crate::time::unix_now().div_euclid(w) * w - w * (count as i64 - 1);
     let stored = tokio::time::timeout(
         std::time::Duration::from_secs(2),
-        state
-            .store
-            .stats_read(&config.store.key_prefix, width, first),
+        state.store.stats_read(width, first),
     )
     .await;
     let (mut rows, trouble) = match stored {

@@ -79,9 +79,7 @@ pub async fn section(state: &Arc<State>, csrf: &str, query: &[(String, String)])
     } else {
         None
     };
-    let jobs = jobs::list(&state.store, &config.store.key_prefix)
-        .await
-        .unwrap_or_default();
+    let jobs = jobs::list(&state.store).await.unwrap_or_default();
     let running = jobs.iter().any(|j| j.state == JobState::Running);
     let markup = html! {
         section.matching {
@@ -284,18 +282,10 @@ pub fn notice(query: &[(String, String)]) -> Option<String> {
 
 /// `POST /console/dead-letters/jobs/cancel` (`job`).
 pub async fn cancel(state: &Arc<State>, form: &[(String, String)]) -> Response<Body> {
-    let runtime = state.runtime();
     let Some(id) = urls::value(form, "job") else {
         return redirect("/console/dead-letters");
     };
-    let said = match jobs::cancel(
-        &state.store,
-        &runtime.config.store.key_prefix,
-        &id,
-        "console",
-    )
-    .await
-    {
+    let said = match jobs::cancel(&state.store, &id, "console").await {
         Ok(job) if job.state == JobState::Running => "cancel_asked",
         Ok(_) => "cancelled",
         Err(e) => {

@@ -62,7 +62,6 @@ pub async fn overview(
 ) -> Response<Body> {
     let runtime = state.runtime();
     let config = &runtime.config;
-    let prefix = &config.store.key_prefix;
     let store_health = match tokio::time::timeout(STORE_WAIT, state.store.ping()).await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => {
@@ -79,7 +78,7 @@ pub async fn overview(
     if keeps
         && let Ok(Ok(all)) = tokio::time::timeout(
             STORE_WAIT,
-            dlq::list(&state.store, prefix, &config.store.encryption, None),
+            dlq::list(&state.store, &config.store.encryption, None),
         )
         .await
     {
@@ -87,14 +86,10 @@ pub async fn overview(
             *dead_by_source.entry(d.envelope.source).or_default() += 1;
         }
     }
-    let paused = if keeps {
-        tokio::time::timeout(STORE_WAIT, state.store.paused(prefix))
-            .await
-            .ok()
-            .and_then(Result::ok)
-    } else {
-        None
-    };
+    let paused = tokio::time::timeout(STORE_WAIT, state.store.paused())
+        .await
+        .ok()
+        .and_then(Result::ok);
     let mut sources = Vec::new();
     for source in &config.sources {
         let name = &source.name;
@@ -108,13 +103,12 @@ pub async fn overview(
             v
         };
         let queued = source.delivery == crate::config::Delivery::Queue;
-        let queue_depth = if keeps && queued {
-            tokio::time::timeout(STORE_WAIT, state.store.queue_depth(prefix, name))
+        let queue_depth = match state.store.durable() {
+            Ok(kept) if queued => tokio::time::timeout(STORE_WAIT, kept.queue_depth(name))
                 .await
                 .ok()
-                .and_then(Result::ok)
-        } else {
-            None
+                .and_then(Result::ok),
+            _ => None,
         };
         let oldest_waiting = if queued && queue_depth.unwrap_or(0) > 0 {
             oldest_waiting(state, config, name).await
@@ -157,7 +151,7 @@ pub async fn overview(
     let view = pages::Overview {
         window_minutes: covered.as_secs().div_ceil(60).clamp(1, 60),
         store: store_health,
-        store_engine: state.store.engine(),
+        store_engine: state.store.kind(),
         sources,
         charts,
     };
@@ -374,14 +368,7 @@ pub async fn event(
     }
     let dead_letter = match shown.store.dead_letters.first() {
         Some(summary) if state.store.keeps_queue() => {
-            match dlq::get(
-                &state.store,
-                &config.store.key_prefix,
-                &config.store.encryption,
-                &summary.id,
-            )
-            .await
-            {
+            match dlq::get(&state.store, &config.store.encryption, &summary.id).await {
                 Ok(dead) => Some(dead_entry(&dead)),
                 Err(_) => None,
             }
@@ -480,12 +467,7 @@ pub async fn dead_letters(
     }
     let all = match tokio::time::timeout(
         STORE_WAIT,
-        dlq::list(
-            &state.store,
-            &config.store.key_prefix,
-            &config.store.encryption,
-            None,
-        ),
+        dlq::list(&state.store, &config.store.encryption, None),
     )
     .await
     {

@@ -49,13 +49,7 @@ impl Steps<'_> {
             return Admit::Closed;
         }
         self.breakers
-            .admit(
-                self.store,
-                self.metrics,
-                self.prefix(),
-                &source.name,
-                self.lease(),
-            )
+            .admit(self.store, self.metrics, &source.name, self.lease())
             .await
     }
 
@@ -66,14 +60,7 @@ impl Steps<'_> {
         };
         let ok = app_answered(attempt, status);
         self.breakers
-            .record(
-                self.store,
-                self.metrics,
-                self.prefix(),
-                &source.name,
-                settings,
-                ok,
-            )
+            .record(self.store, self.metrics, &source.name, settings, ok)
             .await;
     }
 
@@ -81,7 +68,7 @@ impl Steps<'_> {
     pub async fn paused(&self, source: &str) -> Result<bool, store::Error> {
         Ok(self
             .store
-            .paused(self.prefix())
+            .paused()
             .await?
             .iter()
             .any(|(name, _)| name == source))
@@ -107,11 +94,7 @@ impl Steps<'_> {
             return Duration::ZERO;
         };
         let interval = crate::pace::interval_ms(rate);
-        let delays = match self
-            .store
-            .pace(self.prefix(), &source.name, 1, interval)
-            .await
-        {
+        let delays = match self.store.pace(&source.name, 1, interval).await {
             Ok(Some(delays)) => delays,
             Ok(None) => local.reserve(1, interval, crate::time::now_ms() as f64),
             Err(e) => {

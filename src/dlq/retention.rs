@@ -27,14 +27,13 @@ pub async fn sweep(
 ) -> Result<usize, crate::store::Error> {
     let runtime = state.runtime();
     let config = &runtime.config;
-    let prefix = &config.store.key_prefix;
     let now = crate::time::now_ms();
     let cutoff = now.saturating_sub(i64::try_from(max_age.as_millis()).unwrap_or(i64::MAX));
-    let sending: Vec<String> = super::jobs::list(&state.store, prefix)
+    let sending: Vec<String> = super::jobs::list(&state.store)
         .await
         .map(|jobs| jobs.into_iter().filter_map(|j| j.current).collect())
         .unwrap_or_default();
-    let entries = super::list(&state.store, prefix, &config.store.encryption, None).await?;
+    let entries = super::list(&state.store, &config.store.encryption, None).await?;
     let mut removed = 0;
     for dead in entries {
         let at = dead.envelope.dead_ms.unwrap_or(dead.envelope.received_ms);

@@ -22,16 +22,19 @@ pub(super) async fn enqueue(
     // the sender sends later, on whichever node is primary by then, is a
     // duplicate; only a copy that arrives before the retry lands, after the
     // claim's lease, could queue it a second time.
-    let enqueued = state
-        .store
-        .enqueue(
-            &steps.config.store.key_prefix,
-            envelope.meta(),
-            envelope.encode(&steps.config.store.encryption, Place::Queue),
-            Some((nonce.key(), steps.config.store.nonce_ttl)),
-            steps.note_of(event, facts),
-        )
-        .await;
+    let enqueued = match state.store.durable() {
+        Ok(queue) => {
+            queue
+                .enqueue(
+                    envelope.meta(),
+                    envelope.encode(&steps.config.store.encryption, Place::Queue),
+                    Some((nonce.key(), steps.config.store.nonce_ttl)),
+                    steps.note_of(event, facts),
+                )
+                .await
+        }
+        Err(e) => Err(e),
+    };
     match enqueued {
         Ok((_, Ok(()))) => {}
         Ok((_, Err(e))) => {
@@ -65,13 +68,11 @@ pub(super) async fn count_failure(
     mut envelope: Envelope,
     error: String,
 ) {
-    if !state.store.keeps_queue() {
+    let Ok(kept) = state.store.durable() else {
         return;
-    }
-    let prefix = &runtime.config.store.key_prefix;
-    let key = keys::fail_key(prefix, &envelope.source, &envelope.event_id);
-    let count = match state
-        .store
+    };
+    let key = keys::fail_key(state.store.prefix(), &envelope.source, &envelope.event_id);
+    let count = match kept
         .record_failure(&key, runtime.config.store.nonce_ttl)
         .await
     {
@@ -89,10 +90,8 @@ pub(super) async fn count_failure(
     envelope.last_error = Some(error);
     envelope.last_attempt_ms = Some(crate::time::now_ms());
     envelope.dead_ms = envelope.last_attempt_ms;
-    match state
-        .store
+    match kept
         .bury(
-            prefix,
             None,
             envelope.meta(),
             envelope.encode(&runtime.config.store.encryption, Place::DeadLetter),
@@ -101,7 +100,6 @@ pub(super) async fn count_failure(
     {
         Ok(id) => {
             state.store.trail_note(
-                prefix,
                 &envelope.source,
                 &envelope.event_id,
                 vec![Fact::DeadLettered {

@@ -20,6 +20,9 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
+/// `[store] key_prefix` when the config does not set it.
+pub const DEFAULT_PREFIX: &str = "hookgate";
+
 /// How much longer than `upstream_timeout` a lease (a nonce's, a resource's,
 /// a pending queue entry's) lives: it outlasts the attempt holding it, yet a
 /// crashed replica blocks an event only briefly.

@@ -38,6 +38,7 @@ use tokio::time::Instant;
 
 use super::{Claim, Error, VERSION_TTL};
 
+pub mod held;
 pub mod stats;
 pub mod trail;
 
@@ -99,6 +100,8 @@ pub struct MemoryStore {
     pub trail: trail::Trail,
     /// The console's chart counts (DESIGN §7b).
     pub stats: stats::Kept,
+    /// Pauses and breaker state (DESIGN §6a).
+    pub held: held::Held,
 }
 
 struct Shared {
@@ -201,6 +204,7 @@ impl MemoryStore {
             purge_started: Once::new(),
             trail: trail::Trail::default(),
             stats: stats::Kept::default(),
+            held: held::Held::default(),
         }
     }
 

@@ -8,7 +8,10 @@
 //! a replica delivering or moving the entry meanwhile wins, and the entry
 //! is written by that replica under the sealing key anyway.
 
-use super::{Error, Store};
+use super::{
+    Error,
+    durable::{Durable, Kept},
+};
 
 /// Where a payload is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,11 +48,10 @@ pub struct Walk {
 
 impl Walk {
     /// A walk over everything `store` keeps for `sources`.
-    pub fn new(store: &Store, sources: &[String]) -> Walk {
-        let shelves = match store {
-            Store::Memory(_) => Vec::new(),
-            Store::Sqlite(_) => vec![(Shelf::Queue, String::new()), (Shelf::Dead, String::new())],
-            Store::Redis(_) => {
+    pub fn new(store: Durable<'_>, sources: &[String]) -> Walk {
+        let shelves = match store.engine {
+            Kept::Sqlite(_) => vec![(Shelf::Queue, String::new()), (Shelf::Dead, String::new())],
+            Kept::Redis(_) => {
                 let mut out: Vec<(Shelf, String)> = sources
                     .iter()
                     .flat_map(|s| [(Shelf::Queue, s.clone()), (Shelf::Delayed, s.clone())])
@@ -71,20 +73,14 @@ impl Walk {
     }
 }
 
-impl Store {
+impl Durable<'_> {
     /// The next page of up to `limit` payloads; empty once the walk is done.
-    pub async fn payload_page(
-        &self,
-        prefix: &str,
-        walk: &mut Walk,
-        limit: usize,
-    ) -> Result<Vec<Payload>, Error> {
+    pub async fn payload_page(self, walk: &mut Walk, limit: usize) -> Result<Vec<Payload>, Error> {
         while let Some((shelf, source)) = walk.shelves.get(walk.at).cloned() {
-            let page = match self {
-                Store::Memory(_) => Vec::new(),
-                Store::Sqlite(s) => s.payload_page(shelf, walk.after.as_deref(), limit).await?,
-                Store::Redis(r) => {
-                    r.payload_page(prefix, shelf, &source, walk.after.as_deref(), limit)
+            let page = match self.engine {
+                Kept::Sqlite(s) => s.payload_page(shelf, walk.after.as_deref(), limit).await?,
+                Kept::Redis(r) => {
+                    r.payload_page(self.prefix, shelf, &source, walk.after.as_deref(), limit)
                         .await?
                 }
             };
@@ -117,30 +113,20 @@ impl Store {
     /// entry's bytes until its whole node goes): returns the streams
     /// rewritten and those left as they were. SQLite zeroes what it removes
     /// as it goes (`secure_delete`, with `[store.encryption]`).
-    pub async fn payload_compact(
-        &self,
-        prefix: &str,
-        sources: &[String],
-    ) -> Result<(usize, usize), Error> {
-        match self {
-            Store::Redis(r) => r.payload_compact(prefix, sources).await,
-            Store::Memory(_) | Store::Sqlite(_) => Ok((0, 0)),
+    pub async fn payload_compact(self, sources: &[String]) -> Result<(usize, usize), Error> {
+        match self.engine {
+            Kept::Redis(r) => r.payload_compact(self.prefix, sources).await,
+            Kept::Sqlite(_) => Ok((0, 0)),
         }
     }
 
     /// Replaces `payload`'s bytes with `new` if they are still what was
     /// read (and, a Redis queue entry, no worker holds it). Returns whether
     /// it did.
-    pub async fn payload_rewrite(
-        &self,
-        prefix: &str,
-        payload: &Payload,
-        new: Vec<u8>,
-    ) -> Result<bool, Error> {
-        match self {
-            Store::Memory(_) => Ok(false),
-            Store::Sqlite(s) => s.payload_rewrite(payload, new).await,
-            Store::Redis(r) => r.payload_rewrite(prefix, payload, new).await,
+    pub async fn payload_rewrite(self, payload: &Payload, new: Vec<u8>) -> Result<bool, Error> {
+        match self.engine {
+            Kept::Sqlite(s) => s.payload_rewrite(payload, new).await,
+            Kept::Redis(r) => r.payload_rewrite(self.prefix, payload, new).await,
         }
     }
 }
