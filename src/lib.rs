@@ -314,26 +314,26 @@ pub async fn run(state: Arc<State>, listeners: Listeners, shutdown: Cancellation
 /// [`store::redis::eviction`]); for the memory store, its fill every
 /// [`FILL_REFRESH`]; nothing for SQLite.
 async fn watch_store(state: Arc<State>, shutdown: CancellationToken) {
-    match state.store.engine() {
-        store::Engine::Redis(redis) => {
-            let report = |seen: &store::redis::eviction::Eviction| {
-                state
-                    .metrics
-                    .store_eviction(seen.evicting(), seen.evicted_keys);
-            };
-            store::redis::eviction::watch(redis.clone(), DEPTH_REFRESH, shutdown, report).await;
-        }
-        store::Engine::Memory(memory) => loop {
-            state.metrics.store_fill(memory.len(), memory.capacity());
+    if state.store.fill().is_some() {
+        loop {
+            if let Some((len, capacity)) = state.store.fill() {
+                state.metrics.store_fill(len, capacity);
+            }
             tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = tokio::time::sleep(FILL_REFRESH) => {}
             }
-        },
-        // The file neither evicts nor has an entry cap (a full disk is a
-        // store error, counted as one).
-        store::Engine::Sqlite(_) => {}
+        }
     }
+    let report = |seen: &store::redis::eviction::Eviction| {
+        state
+            .metrics
+            .store_eviction(seen.evicting(), seen.evicted_keys);
+    };
+    state
+        .store
+        .watch_eviction(DEPTH_REFRESH, shutdown, report)
+        .await;
 }
 
 /// Opens the store `[store]` asks for. Redis connects lazily: hookgate starts

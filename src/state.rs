@@ -11,7 +11,7 @@ use crate::forward::Forwarder;
 use crate::keyfetch::Fetcher;
 use crate::metrics::Metrics;
 use crate::route::Router;
-use crate::store::{Engine, Store};
+use crate::store::Store;
 use crate::tls::{self, SharedAcceptor};
 
 /// One loaded config and what is derived from it. A request takes a snapshot
@@ -81,16 +81,12 @@ impl State {
         };
         let metrics = Metrics::new();
         crate::seal::count_unopenable(metrics.store_unopenable.clone());
-        match store.engine() {
-            Engine::Redis(redis) => {
-                redis.count_replication_timeouts(metrics.replication_timeouts.clone());
-                redis.count_trail_drops(metrics.trail_writes_dropped.clone());
-            }
-            Engine::Sqlite(sqlite) => {
-                sqlite.observe(metrics.store_sync.clone(), metrics.store_batch.clone());
-            }
-            Engine::Memory(_) => {}
-        }
+        store.instrument(crate::store::Instruments {
+            replication_timeouts: metrics.replication_timeouts.clone(),
+            trail_writes_dropped: metrics.trail_writes_dropped.clone(),
+            sync_seconds: metrics.store_sync.clone(),
+            batch_size: metrics.store_batch.clone(),
+        });
         let traces = match &config.tracing {
             Some(settings) => Some(crate::traces::Traces::start(
                 settings,

@@ -19,6 +19,10 @@
 
 use std::time::Duration;
 
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::Histogram;
+
 mod durable;
 pub mod keys;
 pub mod memory;
@@ -130,9 +134,17 @@ pub struct Replication {
 /// arrives a month after a newer one was accepted.
 pub const VERSION_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
 
+/// What only some engines measure, for [`Store::instrument`].
+pub struct Instruments {
+    pub replication_timeouts: Family<crate::metrics::OperationLabel, Counter>,
+    pub trail_writes_dropped: Family<crate::metrics::ReasonLabel, Counter>,
+    pub sync_seconds: Histogram,
+    pub batch_size: Histogram,
+}
+
 /// One engine, chosen by `[store] kind`.
 #[derive(Debug)]
-pub enum Engine {
+enum Engine {
     Memory(memory::MemoryStore),
     Redis(redis::RedisStore),
     Sqlite(sqlite::SqliteStore),
@@ -225,9 +237,43 @@ impl Store {
         &self.prefix
     }
 
-    /// The engine, for wiring what only one engine has (its gauges).
-    pub fn engine(&self) -> &Engine {
-        &self.engine
+    /// Hands each engine the instruments it reports to (DESIGN §7): Redis
+    /// its replication timeouts and dropped trail writes, SQLite its fsync
+    /// times and batch sizes. Called once, at start.
+    pub fn instrument(&self, with: Instruments) {
+        match &self.engine {
+            Engine::Redis(redis) => {
+                redis.count_replication_timeouts(with.replication_timeouts);
+                redis.count_trail_drops(with.trail_writes_dropped);
+            }
+            Engine::Sqlite(sqlite) => sqlite.observe(with.sync_seconds, with.batch_size),
+            Engine::Memory(_) => {}
+        }
+    }
+
+    /// Entries held and the most there may be: the memory store's fill.
+    /// `None` for the engines without an entry cap (a full disk or a full
+    /// Redis is a store error, counted as one).
+    pub fn fill(&self) -> Option<(usize, usize)> {
+        match &self.engine {
+            Engine::Memory(memory) => Some((memory.len(), memory.capacity())),
+            Engine::Redis(_) | Engine::Sqlite(_) => None,
+        }
+    }
+
+    /// Hands `report` the servers' eviction policy and count every `every`
+    /// until `shutdown`, warning in the log whenever they may evict
+    /// ([`redis::eviction::watch`]). Returns at once on the engines that
+    /// never evict.
+    pub async fn watch_eviction(
+        &self,
+        every: Duration,
+        shutdown: tokio_util::sync::CancellationToken,
+        report: impl Fn(&redis::eviction::Eviction) + Send,
+    ) {
+        if let Engine::Redis(redis) = &self.engine {
+            redis::eviction::watch(redis.clone(), every, shutdown, report).await;
+        }
     }
 
     /// Makes the writes that back a promise wait for `replication` (Redis
