@@ -204,18 +204,11 @@ impl Keys {
 /// `key_unavailable`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FetchError {
-    #[error("no answer within {0:?}")]
-    Timeout(Duration),
-    #[error("connect failed: {0}")]
-    Connect(String),
-    #[error("TLS failed: {0}")]
-    Tls(String),
-    #[error("HTTP failed: {0}")]
-    Http(String),
+    /// No answer, or no whole one (`crate::outbound`).
+    #[error(transparent)]
+    Exchange(#[from] outbound::Error),
     #[error("answered {0}")]
     Status(u16),
-    #[error("answer over {MAX_KEY_BYTES} bytes")]
-    TooLarge,
     #[error("answer is not a usable key: {0}")]
     NotAKey(&'static str),
     #[error("certificate is outside its validity period")]
@@ -434,17 +427,9 @@ impl Fetcher {
             )
             .header(header::ACCEPT, "*/*")
             .body(Full::new(Bytes::new()))
-            .map_err(|e| FetchError::Http(e.to_string()))?;
+            .map_err(|e| outbound::Error::Http(e.to_string()))?;
         let tls = outbound::tls_config(&policy.extra_roots);
-        let answer = outbound::exchange(request, Some(tls), MAX_KEY_BYTES, self.timeout)
-            .await
-            .map_err(|e| match e {
-                outbound::Error::Timeout(d) => FetchError::Timeout(d),
-                outbound::Error::Connect(e) => FetchError::Connect(e),
-                outbound::Error::Tls(e) => FetchError::Tls(e),
-                outbound::Error::Http(e) => FetchError::Http(e),
-                outbound::Error::TooLarge(_) => FetchError::TooLarge,
-            })?;
+        let answer = outbound::exchange(request, Some(tls), MAX_KEY_BYTES, self.timeout).await?;
         if answer.status != StatusCode::OK {
             return Err(FetchError::Status(answer.status.as_u16()));
         }

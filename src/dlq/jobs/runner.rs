@@ -39,12 +39,7 @@ impl Owned<'_> {
             change(&mut job);
             job.lease_until_ms = crate::time::now_ms() + LEASE.as_millis() as i64;
             let new = encode(&job);
-            if self
-                .store
-                .durable()?
-                .job_swap(&job.id, Some(&doc.0), Some(&new))
-                .await?
-            {
+            if self.swap(&doc.0, &job.id, &new).await? {
                 let hold = if job.cancel.is_some() && job.state == JobState::Running {
                     Hold::Cancelled
                 } else {
@@ -62,6 +57,15 @@ impl Owned<'_> {
         Err(Error::Store(store::Error::Contended))
     }
 
+    /// Writes `new` as job `id` if the store still holds `old`.
+    async fn swap(&self, old: &str, id: &str, new: &str) -> Result<bool, Error> {
+        Ok(self
+            .store
+            .durable()?
+            .job_swap(id, Some(old), Some(new))
+            .await?)
+    }
+
     async fn job(&self) -> Job {
         self.doc.lock().await.1.clone()
     }
@@ -75,12 +79,7 @@ impl Owned<'_> {
         job.lease_until_ms = 0;
         job.waiting = None;
         let new = encode(&job);
-        if self
-            .store
-            .durable()?
-            .job_swap(&job.id, Some(&doc.0), Some(&new))
-            .await?
-        {
+        if self.swap(&doc.0, &job.id, &new).await? {
             tracing::info!(job = %job.id, "dead-letter job let go at shutdown; another process takes it over");
             *doc = (new, job.clone());
         }
