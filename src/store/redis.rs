@@ -28,7 +28,7 @@
 //! With `min_replicas = N` ([`Replication`]), each write that backs a promise
 //! ([`RedisStore::write`]: the enqueue, the nonce commit, the version advance,
 //! a dead letter, a queue worker's lease on the entries it takes and the
-//! removal of one it delivered) is sent together with `WAIT N timeout` on a connection of its
+//! removal of one it delivered, a dead-letter job's record) is sent together with `WAIT N timeout` on a connection of its
 //! own (`lanes`). Fewer acknowledgements in time make it
 //! [`Error::NotReplicated`], counted in
 //! `hookgate_replication_timeouts_total{operation}`: the caller treats it as a
@@ -103,6 +103,10 @@ pub enum Operation {
     Take,
     /// A delivered queue entry removed.
     Settle,
+    /// A dead-letter job's record written (DESIGN §6b): the entry a job
+    /// sends next is named there first, so a takeover after a failover
+    /// knows it.
+    Job,
 }
 
 impl Operation {
@@ -114,6 +118,7 @@ impl Operation {
             Operation::DeadLetter => "dead_letter",
             Operation::Take => "take",
             Operation::Settle => "settle",
+            Operation::Job => "job",
         }
     }
 }
@@ -530,7 +535,10 @@ impl RedisStore {
     }
 
     /// Stores `new` as job `id` (`None`: removes it) if it still holds
-    /// `old` (`None`: absent); whether it did.
+    /// `old` (`None`: absent); whether it did. With `min_replicas`, a swap
+    /// fewer replicas acknowledge is [`Error::NotReplicated`]: the job's
+    /// owner stops before sending the entry it named, and the record the
+    /// primary holds is taken over once its lease runs out.
     pub async fn job_swap(
         &self,
         prefix: &str,
@@ -541,7 +549,8 @@ impl RedisStore {
         let key = super::keys::jobs_key(prefix);
         let (old, new) = (old.unwrap_or(""), new.unwrap_or(""));
         let done: i64 = self
-            .eval(
+            .write_eval(
+                Operation::Job,
                 &HASH_SWAP,
                 &[&key],
                 &[id.as_bytes(), old.as_bytes(), new.as_bytes()],

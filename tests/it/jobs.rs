@@ -612,3 +612,105 @@ async fn a_job_waits_for_a_pause_and_stops_when_cancelled_on_sqlite() {
     assert_eq!(backend.dead_letters() as u64, 6 - done);
     gate.stop().await;
 }
+
+/// With `min_replicas`, a job's record is a write that backs a promise:
+/// while no replica acknowledges, a job cannot start (503, counted under
+/// `operation="job"`) and nothing is sent; once a replica is back, the
+/// record the primary kept is taken over and each entry reaches the app
+/// once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_no_replica_acknowledges_sends_nothing_until_one_does_on_redis() {
+    let backend = Backend::redis();
+    let Backend::Redis(primary) = &backend else {
+        unreachable!("a redis backend");
+    };
+    let replica = crate::support::redis::RedisServer::start_replica_of(primary.port(), None);
+    tokio::task::block_in_place(|| primary.wait_replicas(1));
+    let app = App::start().await;
+    let store = format!(
+        "{}min_replicas = 1\nreplica_timeout = \"300ms\"\n",
+        backend.store_toml()
+    );
+    let toml = crate::delivery_kit::config_with_store(
+        &app,
+        &store,
+        &source("q", "delivery = \"queue\"\nretry_schedule = [\"50ms\"]\n"),
+    );
+    let gate = Hookgate::launch(&toml).start().await;
+    app.answer_with(500);
+    let ids = ["evt_w1", "evt_w2", "evt_w3"];
+    for id in ids {
+        let answer = send_typed(gate.public_addr(), "q", id, "invoice.paid").await;
+        assert_eq!(answer.status, 200, "{id}");
+    }
+    eventually("three dead letters", || {
+        (backend.dead_letters() == 3).then_some(())
+    })
+    .await;
+    app.answer_with(200);
+
+    // The replica stops acknowledging: the job's first write is not promised.
+    replica.freeze();
+    let (status, answer) = admin(
+        gate.admin_addr(),
+        "POST",
+        "/dlq/replay",
+        json!({"source": "q"}),
+    )
+    .await;
+    assert_eq!(status, 503, "{answer}");
+    assert_eq!(answer["error"], "store_unavailable", "{answer}");
+    let metrics = request(gate.admin_addr(), "GET", "/metrics", &[], Bytes::new()).await;
+    let metrics = crate::support::Metrics::parse(&metrics.body);
+    let counted = metrics
+        .get(
+            "hookgate_replication_timeouts_total",
+            &[("operation", "job")],
+        )
+        .unwrap_or(0.0);
+    assert!(counted >= 1.0, "counted under operation=\"job\"");
+    // Scans meanwhile try to take the record the primary kept; none of
+    // their writes is acknowledged, so nothing is sent.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    for id in ids {
+        assert_eq!(
+            delivered(&app, id),
+            0,
+            "{id} sent while no replica acknowledged"
+        );
+    }
+    assert_eq!(backend.dead_letters(), 3);
+
+    // The replica is back: the job runs, once, each entry once.
+    replica.thaw();
+    let done = {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let (_, list) = admin(gate.admin_addr(), "GET", "/dlq/jobs", Value::Null).await;
+            let finished = list["jobs"]
+                .as_array()
+                .and_then(|jobs| jobs.iter().find(|j| j["state"] == "done").cloned());
+            if let Some(job) = finished {
+                break (job, list);
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the job did not run once a replica acknowledged: {list}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    let (job, list) = done;
+    assert_eq!(job["done"], 3, "{list}");
+    assert_eq!(job["succeeded"], 3, "{list}");
+    assert_eq!(
+        list["jobs"].as_array().map(Vec::len),
+        Some(1),
+        "one job: {list}"
+    );
+    for id in ids {
+        assert_eq!(delivered(&app, id), 1, "{id}");
+    }
+    assert_eq!(backend.dead_letters(), 0);
+    drop(replica);
+}
