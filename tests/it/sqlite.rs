@@ -479,8 +479,13 @@ async fn the_fsync_comes_before_the_answer_and_concurrent_writes_share_it() {
         ("sync-q-1", r#"{\"queued\":true,\"event_id\":\"sync-q-1\"}"#),
         ("sync-f-1", r#"{\"app\":true}"#),
     ] {
+        // A read another thread's call interrupted is traced in two
+        // halves; its data is on the `<... read resumed>` one.
         let read = find(&lines, 0, |l| {
-            (l.contains("read(") || l.contains("recvfrom(")) && l.contains(id)
+            ["read(", "recvfrom(", "read resumed>", "recvfrom resumed>"]
+                .iter()
+                .any(|call| l.contains(call))
+                && l.contains(id)
         })
         .unwrap_or_else(|| panic!("no read of {id}'s request in the trace:\n{before_load}"));
         let answered = find(&lines, read, |l| {
